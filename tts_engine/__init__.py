@@ -1,0 +1,1 @@
+"""tts-engine: test-time scaling inference with verifiers."""
