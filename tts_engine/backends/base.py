@@ -33,19 +33,23 @@ class Backend(Protocol):
     """What the engine needs from a model server.
 
     `generate` returns, for each prompt in input order, `params.n` samples.
-    `next_token_logprobs` returns, for each prompt, the log-probability (full-vocabulary softmax) of each
-    of `token_ids` as the next token: the unified verifier's P("Yes") and P("No") come from it.
+    `yes_no_logprobs` returns, for each prompt, log P(yes_id) and log P(no_id) as the next token under the
+    full-vocabulary softmax: the unified verifier's scores come from it.
     """
 
     name: str
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]: ...
 
-    def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int]) -> list[list[float]]: ...
+    def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]: ...
 
     def encode(self, text: str) -> list[int]: ...
 
     def decode(self, token_ids: Sequence[int]) -> str: ...
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
+        """The prompt text for chat `messages` ending with a generation prompt; None without a chat template."""
+        ...
 
     @property
     def num_parameters(self) -> int: ...
@@ -55,4 +59,11 @@ class Backend(Protocol):
 
 
 class PromptTooLongError(ValueError):
-    """A prompt does not fit in the model's context."""
+    """A prompt does not fit in the model's context; `index` is its position in the request."""
+
+    def __init__(self, index: int, num_tokens: int, max_model_len: int):
+        self.index = index
+        super().__init__(
+            f"prompt {index} has {num_tokens} tokens, but the model's context is {max_model_len} tokens "
+            "(shorten the problem or the prompt template, or use a model with a longer context)"
+        )

@@ -1,0 +1,74 @@
+"""Choosing between a Triton kernel and its plain-torch reference.
+
+Triton is imported only here and only on first use, so `import tts_engine.kernels` works without it.
+
+Backends:
+- "auto": Triton when torch sees a CUDA device, every tensor is on CUDA and triton imports; the torch
+  reference otherwise.
+- "triton": the kernel, always. Off a GPU this works only under the Triton interpreter: set the
+  environment variable TRITON_INTERPRET=1 before the first kernel call in the process (each op defines
+  its @triton.jit functions on first use, and Triton decides interpreter-or-compiler at definition time).
+- "torch": the reference, always.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from types import ModuleType
+
+import torch
+
+BACKENDS = ("auto", "triton", "torch")
+
+
+@functools.cache
+def load_triton() -> tuple[ModuleType, ModuleType]:
+    """Import triton and triton.language, or say how to install them."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError as err:
+        raise ImportError(
+            "backend='triton' needs the triton package: `pip install triton` "
+            "(or `pip install tts-engine[triton]`); use backend='torch' or 'auto' without it"
+        ) from err
+    return triton, tl
+
+
+def triton_available() -> bool:
+    """True when triton imports (without raising)."""
+    try:
+        load_triton()
+    except ImportError:
+        return False
+    return True
+
+
+def interpreter_enabled() -> bool:
+    """True when TRITON_INTERPRET asks Triton to run kernels on the CPU with its interpreter."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
+
+
+def resolve_backend(backend: str, *tensors: torch.Tensor) -> str:
+    """Turn a backend request into "triton" or "torch" for these tensors."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "torch":
+        return "torch"
+    if backend == "triton":
+        load_triton()  # raises the install hint
+        on_cuda = all(t.is_cuda for t in tensors)
+        if not on_cuda and not interpreter_enabled():
+            raise ValueError(
+                "backend='triton' got CPU tensors without the interpreter: move them to CUDA, or set "
+                "TRITON_INTERPRET=1 before the first kernel call, or use backend='torch'"
+            )
+        return "triton"
+    on_cuda = torch.cuda.is_available() and all(t.is_cuda for t in tensors)
+    return "triton" if on_cuda and triton_available() else "torch"
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= n (and >= 1)."""
+    return 1 << max(0, (int(n) - 1).bit_length())

@@ -1,0 +1,195 @@
+"""The `hf` backend: transformers + torch, CPU or GPU. The embedded default and what tests use."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..params import SamplingParams
+from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs
+from .base import PromptTooLongError, Sample
+
+
+class HFBackend:
+    """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows."""
+
+    name = "hf"
+
+    def __init__(self, model, tokenizer=None, *, device: str | None = None, dtype: str | None = None,
+                 max_batch_rows: int = 256):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if max_batch_rows < 1:
+            raise ValueError(f"max_batch_rows must be >= 1, got {max_batch_rows}")
+        if isinstance(model, (str, Path)):
+            path = str(model)
+            if not Path(path).exists():
+                raise FileNotFoundError(f"model directory {path!r} does not exist (pass a local Hugging Face checkpoint)")
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
+            torch_dtype = getattr(torch, dtype) if dtype else torch.float32
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+        if tokenizer is None:
+            raise ValueError("tokenizer is required when model is a model object, not a path")
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.max_batch_rows = max_batch_rows
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.eos_ids = _eos_ids(model, tokenizer)
+        # transformers renamed `past_key_values` to `cache` (5.2x); accept both.
+        self._cache_name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+    # --- protocol helpers -------------------------------------------------------------------------------
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def max_model_len(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            return None
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # --- generation -------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
+        """`params.n` samples for each prompt, in input order."""
+        encoded = [self._encode_prompt(i, p, params.max_new_tokens) for i, p in enumerate(prompts)]
+        rows = sorted(((i, j) for i in range(len(prompts)) for j in range(params.n)),
+                      key=lambda r: (len(encoded[r[0]]), r[0], r[1]))
+        results: list[list[Sample | None]] = [[None] * params.n for _ in prompts]
+        for start in range(0, len(rows), self.max_batch_rows):
+            chunk = rows[start:start + self.max_batch_rows]
+            for (i, j), sample in zip(chunk, self._generate_rows(chunk, prompts, encoded, params)):
+                results[i][j] = sample
+        return results  # type: ignore[return-value]
+
+    def _encode_prompt(self, index: int, prompt: str, max_new_tokens: int) -> list[int]:
+        ids = self.encode(prompt)
+        if len(ids) + 1 > self.max_model_len:
+            raise PromptTooLongError(index, len(ids), self.max_model_len)
+        return ids
+
+    def _generate_rows(self, rows, prompts, encoded, params: SamplingParams) -> list[Sample]:
+        """Sample the (prompt index, sample index) `rows` together: prefill unique prompts, decode rows."""
+        unique = sorted({i for i, _ in rows})
+        slot = {i: k for k, i in enumerate(unique)}
+        ids, mask = left_pad([encoded[i] for i in unique], self.pad_id)  # (U, T)
+        logits, cache = self._prefill(ids.to(self.device), mask.to(self.device))  # (U, V)
+        expand = torch.tensor([slot[i] for i, _ in rows], device=self.device)  # (B,)
+        cache.batch_select_indices(expand)
+        logits, mask = logits[expand], mask.to(self.device)[expand]  # (B, V), (B, T)
+        generators = None if params.greedy else [
+            torch.Generator().manual_seed(row_seed(params.seed, prompts[i], j) if params.seed is not None
+                                          else int(torch.randint(0, 1 << 62, ()).item()))
+            for i, j in rows]
+        budgets = [min(params.max_new_tokens, self.max_model_len - len(encoded[i])) for i, _ in rows]
+        return self._decode(rows, logits, mask, cache, generators, budgets, params, encoded)
+
+    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor):
+        """Last-position logits `# (U, V)` and the KV cache of left-padded prompts `# (U, T)`."""
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                         logits_to_keep=1)
+        return out.logits[:, -1].float(), getattr(out, self._cache_name)
+
+    def _decode(self, rows, logits, mask, cache, generators, budgets, params, encoded) -> list[Sample]:
+        """Decode until every row stops; finished rows leave the batch (and the cache) at once."""
+        tokens: list[list[int]] = [[] for _ in rows]
+        logps: list[list[float]] = [[] for _ in rows]
+        reasons: list[str | None] = [None] * len(rows)
+        active = list(range(len(rows)))  # batch position -> row
+        stop_window = max((len(s) for s in params.stop), default=0) + 8
+        while active:
+            gens = None if generators is None else [generators[r] for r in active]
+            next_tok = sample_tokens(logits, params.temperature, params.top_p, gens)  # (A,)
+            next_lp = token_logprobs(logits, next_tok)  # (A,)
+            keep = []
+            for pos, (row, tok, lp) in enumerate(zip(active, next_tok.tolist(), next_lp.tolist())):
+                tokens[row].append(tok)
+                logps[row].append(lp)
+                reasons[row] = self._finish_reason(tokens[row], budgets[row], params.stop, stop_window)
+                if reasons[row] is None:
+                    keep.append(pos)
+            if len(keep) < len(active):
+                if not keep:
+                    break
+                index = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(index)
+                mask, next_tok = mask[index], next_tok[index]
+                active = [active[k] for k in keep]
+            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)  # (A, T + 1)
+            positions = mask.sum(-1, keepdim=True) - 1  # (A, 1)
+            out = self.model(input_ids=next_tok[:, None], attention_mask=mask, position_ids=positions,
+                             use_cache=True, **{self._cache_name: cache})
+            logits = out.logits[:, -1].float()
+        return [self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]))
+                for r, (i, _) in enumerate(rows)]
+
+    def _finish_reason(self, tokens: list[int], budget: int, stop: list[str], window: int) -> str | None:
+        if tokens[-1] in self.eos_ids:
+            return "stop"
+        if stop:
+            tail = self.decode(tokens[-window:])
+            if any(s in tail for s in stop):
+                return "stop"
+        return "length" if len(tokens) >= budget else None
+
+    def _to_sample(self, tokens, logps, reason, stop, num_prompt_tokens) -> Sample:
+        text = self.decode(tokens)
+        for s in stop:
+            cut = text.find(s)
+            if cut >= 0:
+                text = text[:cut]
+        return Sample(text=text, token_ids=tokens, finish_reason=reason, logprobs=logps,
+                      num_prompt_tokens=num_prompt_tokens)
+
+    # --- verifier scoring -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def final_hidden_states(self, prompts: Sequence[str]) -> torch.Tensor:
+        """Hidden state after the final norm at each prompt's last position `# (B, D)`; never full logits."""
+        encoded = [self._encode_prompt(i, p, 0) for i, p in enumerate(prompts)]
+        order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
+        hidden = [None] * len(prompts)
+        body = self.model.get_decoder()
+        for start in range(0, len(order), self.max_batch_rows):
+            part = order[start:start + self.max_batch_rows]
+            ids, mask = left_pad([encoded[i] for i in part], self.pad_id)
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            out = body(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
+            for i, h in zip(part, out.last_hidden_state[:, -1]):
+                hidden[i] = h
+        return torch.stack(hidden)  # (B, D)
+
+    def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
+        """log P(Yes), log P(No) at each prompt's next position, via the fused verifier score op."""
+        from ..kernels import fused_verifier_score
+
+        if not prompts:
+            return []
+        hidden = self.final_hidden_states(prompts)  # (B, D)
+        weight = self.model.get_output_embeddings().weight  # (V, D)
+        logp_yes, logp_no = fused_verifier_score(hidden, weight, yes_id, no_id)
+        return list(zip(logp_yes.tolist(), logp_no.tolist()))
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(gen_eos, int):
+        ids.add(gen_eos)
+    elif gen_eos:
+        ids.update(gen_eos)
+    return ids
