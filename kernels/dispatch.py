@@ -6,8 +6,9 @@ Backends:
 - "auto": Triton when torch sees a CUDA device, every tensor is on CUDA and triton imports; the torch
   reference otherwise.
 - "triton": the kernel, always. Off a GPU this works only under the Triton interpreter: set the
-  environment variable TRITON_INTERPRET=1 before the first kernel call in the process (each op defines
-  its @triton.jit functions on first use, and Triton decides interpreter-or-compiler at definition time).
+  environment variable TRITON_INTERPRET=1 before the kernel call. Triton decides interpreter-or-compiler
+  when a @triton.jit function is defined, so each op defines its kernels on first use, once per
+  interpreter setting (a process may switch the variable between calls, as the tests do).
 - "torch": the reference, always.
 """
 
@@ -47,7 +48,7 @@ def triton_available() -> bool:
 
 def interpreter_enabled() -> bool:
     """True when TRITON_INTERPRET asks Triton to run kernels on the CPU with its interpreter."""
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
 
 
 def resolve_backend(backend: str, *tensors: torch.Tensor) -> str:

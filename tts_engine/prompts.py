@@ -1,0 +1,87 @@
+"""How a problem becomes a prompt, and a (prompt, solution) pair a verification prompt.
+
+A checkpoint may carry its own templates in `tts_engine.json` beside its weights (the embedded default does);
+otherwise a tokenizer's chat template is applied with the usual step-by-step system prompt, and a model
+without one gets the plain template.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+VERIFY_QUESTION = "Is this solution correct? Answer Yes or No."
+PROMPT_CONFIG_FILE = "tts_engine.json"
+
+
+@dataclass
+class PromptConfig:
+    """Templates that turn problems into prompts and solutions into verification prompts."""
+
+    template: str = "{problem}\n"
+    """Generation prompt for models without a chat template; `{problem}` is replaced by the problem text."""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """System message when the tokenizer has a chat template."""
+    use_chat_template: bool = True
+    """Apply the tokenizer's chat template when it has one."""
+    verify_suffix: str = "\n\n" + VERIFY_QUESTION + "\n"
+    """Appended to prompt + solution to ask for a verdict (plain models); the next token is scored."""
+    yes_token: str = "Yes"
+    """Token whose probability is the verifier score."""
+    no_token: str = "No"
+    """Token of the negative verdict (the `yes_no` normalisation)."""
+    stop: tuple[str, ...] = ()
+    """Stop strings for generation (besides the end-of-sequence token)."""
+
+    def __post_init__(self) -> None:
+        if "{problem}" not in self.template:
+            raise ValueError(f"template must contain '{{problem}}', got {self.template!r}")
+        self.stop = tuple(self.stop)
+
+    @classmethod
+    def load(cls, model_dir: str | Path | None) -> "PromptConfig":
+        """The templates stored with a checkpoint (`tts_engine.json`), else the defaults."""
+        path = Path(model_dir) / PROMPT_CONFIG_FILE if model_dir else None
+        if path is None or not path.is_file():
+            return cls()
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"{path}: unknown prompt settings {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**data)
+
+    def save(self, model_dir: str | Path) -> Path:
+        path = Path(model_dir) / PROMPT_CONFIG_FILE
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        return path
+
+
+def build_prompt(config: PromptConfig, problem: str, backend=None) -> str:
+    """The generation prompt for one problem (chat template when the backend's tokenizer has one)."""
+    if config.use_chat_template and backend is not None:
+        messages = [{"role": "system", "content": config.system_prompt}, {"role": "user", "content": problem}]
+        chat = backend.apply_chat_template(messages)
+        if chat is not None:
+            return chat
+    return config.template.replace("{problem}", problem)
+
+
+def build_verify_prompt(config: PromptConfig, problem: str, prompt: str, solution: str, backend=None) -> str:
+    """prompt + solution + the verification question, so it shares the generation prompt's prefix.
+
+    With a chat template, the solution closes the assistant turn and the question opens a new user turn.
+    """
+    if config.use_chat_template and backend is not None:
+        messages = [
+            {"role": "system", "content": config.system_prompt},
+            {"role": "user", "content": problem},
+            {"role": "assistant", "content": solution},
+            {"role": "user", "content": VERIFY_QUESTION},
+        ]
+        chat = backend.apply_chat_template(messages)
+        if chat is not None:
+            return chat
+    return prompt + solution + config.verify_suffix
