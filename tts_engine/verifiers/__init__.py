@@ -1,0 +1,7 @@
+"""Verifiers behind one interface: score(questions, prompts, outputs) -> scores per solution."""
+
+from .base import SampleScore, Verifier
+from .likelihood import likelihood_score
+from .unified import SCORE_NORMS, UnifiedVerifier, yes_no_scores
+
+__all__ = ["SampleScore", "Verifier", "UnifiedVerifier", "likelihood_score", "yes_no_scores", "SCORE_NORMS"]

@@ -1,0 +1,83 @@
+"""The tiny reasoner-verifier's files: HF weights + tokenizer + tts_engine.json, and the training state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from tts_engine.prompts import PromptConfig
+from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
+
+TRAINING_STATE = "training_state.pt"
+TRAINING_CONFIG = "training_config.json"
+
+
+def task_prompt_config() -> PromptConfig:
+    """Prompts of the arithmetic task: the plain template, no chat template (the tiny model has none)."""
+    return PromptConfig(template="{problem}\n", use_chat_template=False)
+
+
+def new_model(config: TinyModelConfig):
+    """A fresh tokenizer and randomly initialised model."""
+    tokenizer = build_char_tokenizer()
+    return build_tiny_model(tokenizer, config), tokenizer
+
+
+def load_model(path: str | Path):
+    """Model, tokenizer and prompt config of a saved checkpoint (fp32, train mode)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"no checkpoint at {str(path)!r} (expected config.json there)")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    return model, tokenizer, PromptConfig.load(path)
+
+
+def save_model(path: str | Path, model, tokenizer, prompt_config: PromptConfig, train_config=None) -> Path:
+    """Weights (safetensors), tokenizer files and tts_engine.json: what the engine serves."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    prompt_config.save(path)
+    if train_config is not None:
+        (path / TRAINING_CONFIG).write_text(json.dumps(asdict(train_config), indent=2) + "\n")
+    return path
+
+
+def save_state(path: str | Path, optimizer, scheduler, step: int, extra: dict | None = None) -> None:
+    """Optimizer, schedule, step and RNG state, so a run resumes where it stopped."""
+    state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
+             "torch_rng": torch.get_rng_state(), "extra": extra or {}}
+    torch.save(state, Path(path) / TRAINING_STATE)
+
+
+def load_state(path: str | Path, optimizer, scheduler) -> tuple[int, dict]:
+    """Restore what save_state wrote; returns (step, extra)."""
+    state = torch.load(Path(path) / TRAINING_STATE, weights_only=False)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["torch_rng"])
+    return int(state["step"]), state.get("extra", {})
+
+
+def has_state(path: str | Path) -> bool:
+    return (Path(path) / TRAINING_STATE).is_file() and (Path(path) / "config.json").is_file()
+
+
+def cosine_schedule(optimizer, total_steps: int, warmup_steps: int, min_ratio: float = 0.1):
+    """Linear warm-up then cosine decay to `min_ratio` x the peak learning rate."""
+    import math
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

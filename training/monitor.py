@@ -1,0 +1,28 @@
+"""Cheap progress checks during training: pass@1 per level on a dev set drawn apart from the evaluation set."""
+
+from __future__ import annotations
+
+from tts_engine.backends.hf import HFBackend
+from tts_engine.params import SamplingParams
+from tts_engine.prompts import build_prompt
+
+from .grading import reward
+from .task import LEVELS, make_problem_set
+
+DEV_SEED = 777
+
+
+def dev_pass_at_1(model, tokenizer, prompt_config, per_level: int = 16, n: int = 4,
+                  max_new_tokens: int = 96) -> dict[str, float]:
+    """pass@1 at temperature 1 per level (and overall) on a fixed dev set; leaves the model in train mode."""
+    problems = make_problem_set(DEV_SEED, LEVELS, per_level)
+    backend = HFBackend(model, tokenizer, device="cpu")
+    prompts = [build_prompt(prompt_config, p.problem) for p in problems]
+    outs = backend.generate(prompts, SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new_tokens, seed=0))
+    model.train()
+    by_level: dict[str, list[float]] = {}
+    for p, samples in zip(problems, outs):
+        by_level.setdefault(f"L{p.level}", []).extend(reward(s.text, p.answer) for s in samples)
+    result = {k: round(sum(v) / len(v), 3) for k, v in by_level.items()}
+    result["all"] = round(sum(result[f"L{l}"] for l in LEVELS) / len(LEVELS), 3)
+    return result

@@ -1,0 +1,158 @@
+"""The synthetic multi-step task: chain arithmetic solved one operation per line, answer in \\boxed{}.
+
+A problem is "Compute left to right: 28*4-18+80." and its solution writes every step out in full:
+
+    28*4=112
+    112-18=94
+    94+80=174
+    \\boxed{174}
+
+Operations are evaluated left to right (the problem says so), one per line. Levels add operations and widen
+the operands: level L has L + 1 operations. Values stay in [0, 999] (subtractions never go below zero,
+multiplications only when the product stays under 1000), so every answer is a non-negative integer and the
+engine's answer extraction and equivalence classes apply unchanged.
+
+Bundled evaluation set (the engine's default problem set), reproduced by
+    python -m tts_engine.training.task --out tts_engine/assets/problems/arith.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+LEVELS = (1, 2, 3, 4, 5)
+MAX_VALUE = 999
+EVAL_SEED = 20250505
+EVAL_PER_LEVEL = 40
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One task instance."""
+
+    id: str
+    """Stable identifier, e.g. "arith-L3-007"."""
+    problem: str
+    """Problem text shown to the model."""
+    answer: str
+    """Reference answer (a non-negative integer, as text)."""
+    level: int
+    """Difficulty: level L has L + 1 operations."""
+    solution: str
+    """Reference step-by-step solution ending in \\boxed{answer}."""
+
+    def to_record(self, with_solution: bool = False) -> dict:
+        record = {"id": self.id, "problem": self.problem, "answer": self.answer, "level": self.level}
+        if with_solution:
+            record["solution"] = self.solution
+        return record
+
+
+def num_operations(level: int) -> int:
+    if level < 1:
+        raise ValueError(f"level must be >= 1, got {level}")
+    return level + 1
+
+
+def _operand_limit(level: int) -> int:
+    """Largest +/- operand: two digits up to level 3, then up to 199."""
+    return 99 if level <= 3 else 199
+
+
+def _next_op(rng: random.Random, value: int, level: int) -> tuple[str, int]:
+    """One operation that keeps the running value in [0, MAX_VALUE]."""
+    choices = ["+", "-"]
+    if 0 < value * 2 <= MAX_VALUE:
+        choices.append("*")
+    op = rng.choice(choices)
+    if op == "*":
+        return op, rng.randint(2, min(9, MAX_VALUE // value))
+    if op == "-":
+        if value == 0:
+            op = "+"
+        else:
+            return op, rng.randint(1, min(value, _operand_limit(level)))
+    return op, rng.randint(1, min(_operand_limit(level), MAX_VALUE - value) or 1)
+
+
+def _apply(value: int, op: str, operand: int) -> int:
+    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+
+
+def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Problem:
+    """One problem of `level` drawn from `rng`, with its reference solution."""
+    steps = num_operations(level)
+    value = start = rng.randint(2, 99)
+    expression, lines = str(start), []
+    for _ in range(steps):
+        op, operand = _next_op(rng, value, level)
+        result = _apply(value, op, operand)
+        lines.append(f"{value}{op}{operand}={result}")
+        expression += f"{op}{operand}"
+        value = result
+    lines.append(f"\\boxed{{{value}}}")
+    return Problem(id=problem_id, problem=f"Compute left to right: {expression}.", answer=str(value),
+                   level=level, solution="\n".join(lines))
+
+
+def make_problem_set(seed: int = EVAL_SEED, levels=LEVELS, per_level: int = EVAL_PER_LEVEL) -> list[Problem]:
+    """A fixed set: `per_level` problems for each level, the same for the same seed."""
+    rng = random.Random(seed)
+    return [make_problem(rng, level, f"arith-L{level}-{k:03d}") for level in levels for k in range(per_level)]
+
+
+class ProblemStream:
+    """An endless stream of training problems (levels drawn by `level_weights`), skipping held-out texts."""
+
+    def __init__(self, seed: int, levels=LEVELS, level_weights=None, exclude: set[str] | None = None):
+        self.rng = random.Random(seed)
+        self.levels = list(levels)
+        self.weights = list(level_weights) if level_weights else None
+        self.exclude = exclude or set()
+
+    def next(self) -> Problem:
+        while True:
+            level = self.rng.choices(self.levels, weights=self.weights)[0]
+            p = make_problem(self.rng, level)
+            if p.problem not in self.exclude:
+                return p
+
+    def batch(self, size: int) -> list[Problem]:
+        return [self.next() for _ in range(size)]
+
+
+def load_problems(path: str | Path) -> list[dict]:
+    """Records of a JSONL problem file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def bundled_problems_path() -> Path:
+    """The engine's default problem set, shipped inside the package."""
+    import tts_engine
+
+    return Path(tts_engine.__file__).resolve().parent / "assets" / "problems" / "arith.jsonl"
+
+
+def write_problem_set(path: str | Path, seed: int = EVAL_SEED, per_level: int = EVAL_PER_LEVEL) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(p.to_record()) for p in make_problem_set(seed, LEVELS, per_level)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Write the bundled evaluation set of the arithmetic task.")
+    parser.add_argument("--out", default="tts_engine/assets/problems/arith.jsonl")
+    parser.add_argument("--seed", type=int, default=EVAL_SEED)
+    parser.add_argument("--per-level", type=int, default=EVAL_PER_LEVEL)
+    args = parser.parse_args()
+    print(write_problem_set(args.out, args.seed, args.per_level))
+
+
+if __name__ == "__main__":
+    main()

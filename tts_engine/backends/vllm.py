@@ -1,0 +1,249 @@
+"""The `vllm` backend: vLLM's offline `LLM` for real models on GPUs.
+
+N samples of one problem are one request with `n=N`, so the prompt is prefilled once. Prefix caching is on:
+a verification prompt (prompt + solution + question) scored after generation reuses the cached prompt blocks.
+
+Log-probabilities. vLLM returns, per generated token, log-probs of the distribution named by its
+`logprobs_mode` engine option; this backend asks for `raw_logprobs` (the model's log-softmax at temperature 1,
+before temperature, top_p and any logits processor), which is what `Sample.logprobs` means. vLLM versions
+without that option return raw log-probs already (its V1 sampler computes them from the original logits).
+
+Verifier scores. `yes_no_logprobs` runs one decode step (`max_tokens=1`) per verification prompt and reads
+the full-vocabulary log-probs of the two verdict tokens: through `logprob_token_ids=[yes, no]` where the
+installed vLLM has it (exact, no top-k cut), else through `logprobs=-1` (the whole vocabulary; the engine is
+then built with `max_logprobs=-1`). Both are exact: no bound is needed.
+
+`import tts_engine.backends.vllm` works without vLLM installed; constructing `VLLMBackend` needs it. The pure
+functions (`build_sampling_kwargs`, `parse_request_output`, `parse_yes_no`) take and return plain values and
+vLLM-shaped objects, so they are tested without vLLM.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+import math
+import struct
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..params import SamplingParams
+from ..sampling import row_seed
+from .base import PromptTooLongError, Sample
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "the vllm backend needs vLLM: pip install tts-engine[vllm] (or pip install vllm)"
+FINISH_REASONS = {"stop": "stop", "length": "length"}
+"""vLLM finish reasons kept as they are; any other ("abort", "error", "repetition", None) becomes "length":
+the sample did not end on its own."""
+
+
+def import_vllm():
+    """The vllm module, or an ImportError that says how to install it."""
+    try:
+        import vllm
+    except ImportError as err:
+        raise ImportError(f"{INSTALL_HINT} ({err})") from err
+    return vllm
+
+
+# --- request building (pure) -------------------------------------------------------------------------------
+def prompt_seed(seed: int | None, prompt: str) -> int | None:
+    """The request seed of one prompt: fixed per (seed, prompt), so a sample never depends on its batch."""
+    return None if seed is None else row_seed(seed, prompt, 0) & 0x7FFFFFFF
+
+
+def build_sampling_kwargs(params: SamplingParams, *, seed: int | None, max_tokens: int) -> dict[str, Any]:
+    """Keyword arguments of `vllm.SamplingParams` for one prompt's N samples.
+
+    Greedy decoding asks for one sample (vLLM refuses n > 1 when greedy; the N samples are equal anyway):
+    `parse_request_output` repeats it N times. `logprobs=0` returns the sampled token's log-prob only.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    return {
+        "n": 1 if params.greedy else params.n,
+        "temperature": params.temperature,
+        "top_p": 1.0 if params.greedy else params.top_p,
+        "max_tokens": max_tokens,
+        "seed": seed,
+        "stop": list(params.stop) or None,
+        "include_stop_str_in_output": False,
+        "skip_special_tokens": True,
+        "logprobs": 0,
+    }
+
+
+def build_yes_no_kwargs(yes_id: int, no_id: int, *, token_ids_supported: bool) -> dict[str, Any]:
+    """Keyword arguments of `vllm.SamplingParams` for one verdict step (see the module docstring)."""
+    kwargs: dict[str, Any] = {"n": 1, "temperature": 0.0, "max_tokens": 1, "detokenize": False}
+    if token_ids_supported:
+        kwargs["logprob_token_ids"] = [yes_id, no_id]
+    else:
+        kwargs["logprobs"] = -1
+    return kwargs
+
+
+# --- output parsing (pure) ---------------------------------------------------------------------------------
+def _logprob_value(entry) -> float:
+    """A vLLM `Logprob` (or a bare float) as a float."""
+    return float(getattr(entry, "logprob", entry))
+
+
+def sampled_logprobs(token_ids: Sequence[int], positions) -> list[float]:
+    """Log-prob of each sampled token from vLLM's per-position {token id: Logprob} maps (nan where absent)."""
+    if positions is None:
+        return [math.nan] * len(token_ids)
+    values = []
+    for tok, pos in zip(token_ids, positions):
+        entry = None if pos is None else pos.get(tok)
+        values.append(math.nan if entry is None else _logprob_value(entry))
+    return values
+
+
+def parse_completion(completion, num_prompt_tokens: int) -> Sample:
+    """One vLLM `CompletionOutput` as a Sample."""
+    token_ids = [int(t) for t in completion.token_ids]
+    reason = FINISH_REASONS.get(completion.finish_reason or "", "length")
+    if completion.finish_reason not in FINISH_REASONS:
+        log.warning("vLLM finished a sample with reason %r; recorded as 'length'", completion.finish_reason)
+    return Sample(text=completion.text, token_ids=token_ids, finish_reason=reason,
+                  logprobs=sampled_logprobs(token_ids, completion.logprobs), num_prompt_tokens=num_prompt_tokens)
+
+
+def parse_request_output(output, n: int, num_prompt_tokens: int | None = None) -> list[Sample]:
+    """The `n` Samples of one vLLM `RequestOutput`, in sample-index order.
+
+    A request that returned one completion where `n` were wanted (greedy) has it repeated `n` times.
+    """
+    if num_prompt_tokens is None:
+        num_prompt_tokens = len(output.prompt_token_ids or [])
+    completions = sorted(output.outputs, key=lambda c: c.index)
+    samples = [parse_completion(c, num_prompt_tokens) for c in completions]
+    if len(samples) == 1 and n > 1:
+        samples += [copy.deepcopy(samples[0]) for _ in range(n - 1)]
+    if len(samples) != n:
+        raise RuntimeError(f"vLLM returned {len(samples)} completions for a request of n={n}")
+    return samples
+
+
+def parse_yes_no(output, yes_id: int, no_id: int) -> tuple[float, float]:
+    """log P(yes_id), log P(no_id) from the first generated position of a verdict request."""
+    positions = output.outputs[0].logprobs
+    if not positions or positions[0] is None:
+        raise RuntimeError("vLLM returned no log-probs for the verdict step (is max_logprobs too small?)")
+    first = positions[0]
+    missing = [t for t in (yes_id, no_id) if first.get(t) is None]
+    if missing:
+        raise RuntimeError(f"vLLM's verdict log-probs lack token ids {missing} (returned {len(first)} entries)")
+    return _logprob_value(first[yes_id]), _logprob_value(first[no_id])
+
+
+# --- checkpoint facts --------------------------------------------------------------------------------------
+def checkpoint_num_parameters(model_path: str | Path) -> int:
+    """Parameters stored in a local checkpoint's safetensors files (read from their headers, no weights)."""
+    files = sorted(Path(model_path).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors files in {str(model_path)!r}: cannot count parameters")
+    total = 0
+    for path in files:
+        with open(path, "rb") as f:
+            (header_len,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(header_len))
+        for name, info in header.items():
+            if name != "__metadata__":
+                total += math.prod(info["shape"])
+    return total
+
+
+# --- the backend -------------------------------------------------------------------------------------------
+class VLLMBackend:
+    """vLLM's offline engine behind the Backend protocol; outputs in input order."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, *, dtype: str = "auto", max_model_len: int | None = None,
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1, seed: int = 0,
+                 enable_prefix_caching: bool = True, **llm_kwargs):
+        vllm = import_vllm()
+        self._vllm = vllm
+        self.model_path = str(model_path)
+        field_names = {f.name for f in dataclasses.fields(vllm.SamplingParams)} \
+            if dataclasses.is_dataclass(vllm.SamplingParams) else set(vllm.SamplingParams.__struct_fields__)
+        self.token_ids_supported = "logprob_token_ids" in field_names
+        engine_fields = _engine_arg_names()
+        if "logprobs_mode" in engine_fields:
+            llm_kwargs.setdefault("logprobs_mode", "raw_logprobs")
+        if not self.token_ids_supported:
+            llm_kwargs.setdefault("max_logprobs", -1)
+        self.llm = vllm.LLM(model=self.model_path, dtype=dtype, max_model_len=max_model_len,
+                            gpu_memory_utilization=gpu_memory_utilization,
+                            tensor_parallel_size=tensor_parallel_size, seed=seed,
+                            enable_prefix_caching=enable_prefix_caching, **llm_kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self._num_parameters: int | None = None
+
+    # --- protocol helpers -----------------------------------------------------------------------------------
+    @property
+    def num_parameters(self) -> int:
+        if self._num_parameters is None:
+            self._num_parameters = checkpoint_num_parameters(self.model_path)
+        return self._num_parameters
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self.llm.llm_engine.model_config.max_model_len)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            return None
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    # --- generation -----------------------------------------------------------------------------------------
+    def _encode_prompt(self, index: int, prompt: str) -> list[int]:
+        ids = self.encode(prompt)
+        if len(ids) + 1 > self.max_model_len:
+            raise PromptTooLongError(index, len(ids), self.max_model_len)
+        return ids
+
+    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
+        """`params.n` samples for each prompt, in input order: one vLLM request per prompt."""
+        if not prompts:
+            return []
+        encoded = [self._encode_prompt(i, p) for i, p in enumerate(prompts)]
+        requests = [{"prompt_token_ids": ids} for ids in encoded]
+        sampling = [
+            self._vllm.SamplingParams(**build_sampling_kwargs(
+                params, seed=prompt_seed(params.seed, p),
+                max_tokens=min(params.max_new_tokens, self.max_model_len - len(ids))))
+            for p, ids in zip(prompts, encoded)]
+        outputs = self.llm.generate(requests, sampling, use_tqdm=False)
+        return [parse_request_output(out, params.n, len(ids)) for out, ids in zip(outputs, encoded)]
+
+    def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
+        """log P(Yes), log P(No) as the next token of each prompt, full-vocabulary softmax."""
+        if not prompts:
+            return []
+        encoded = [self._encode_prompt(i, p) for i, p in enumerate(prompts)]
+        sampling = self._vllm.SamplingParams(
+            **build_yes_no_kwargs(yes_id, no_id, token_ids_supported=self.token_ids_supported))
+        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
+        return [parse_yes_no(out, yes_id, no_id) for out in outputs]
+
+
+def _engine_arg_names() -> set[str]:
+    """Option names of the installed vLLM's EngineArgs (empty if it cannot be read)."""
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+    except ImportError:
+        return set()
+    return {f.name for f in dataclasses.fields(EngineArgs)}

@@ -1,0 +1,191 @@
+"""The engine facade: problems in, N samples each, verifier scores, every strategy's vote, results out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .aggregate import STRATEGIES, vote_classes
+from .backends.base import PromptTooLongError, Sample
+from .params import SamplingParams
+from .problems import Problem
+from .prompts import PromptConfig, build_prompt
+from .results import ResultsWriter
+from .verifiers import SCORE_NORMS, UnifiedVerifier, likelihood_score
+
+log = logging.getLogger(__name__)
+
+VERIFIERS = ("unified", "none")
+GRADERS = ("rule", "hybrid", "judge")
+ROWS_PER_CHUNK = 512
+"""Samples generated per engine step: results are written after each step (the backend batches inside)."""
+
+
+class Engine:
+    """Serve a model (and its verifier) over problem sets with test-time scaling."""
+
+    def __init__(self, model: str | Path | None = None, *, backend: str = "hf", verifier: str = "unified",
+                 verifier_model: str | Path | None = None, score_norm: str = "yes_no",
+                 prompt_config: PromptConfig | None = None, grader: str = "rule",
+                 judge_model: str | Path | None = None, backend_options: dict[str, Any] | None = None):
+        from .backends import make_backend
+        from .models import resolve_model
+
+        if verifier not in VERIFIERS:
+            raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
+        if score_norm not in SCORE_NORMS:
+            raise ValueError(f"score_norm must be one of {SCORE_NORMS}, got {score_norm!r}")
+        if grader not in GRADERS:
+            raise ValueError(f"grader must be one of {GRADERS}, got {grader!r}")
+        if grader != "rule" and judge_model is None:
+            raise ValueError(f"grader {grader!r} needs a judge model: pass judge_model (--judge-model PATH)")
+        self.model_path, self.model_label = resolve_model(model)
+        self.backend = make_backend(backend, self.model_path, **(backend_options or {}))
+        self.prompt_config = prompt_config or PromptConfig.load(self.model_path)
+        self.score_norm = score_norm
+        self.grader = grader
+        self.judge = None
+        if judge_model is not None:
+            from .answers import LLMJudge
+
+            self.judge = LLMJudge(make_backend(backend, str(judge_model), **(backend_options or {})))
+        self.verifier = None
+        if verifier == "unified":
+            scorer = self.backend
+            if verifier_model is not None:
+                scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
+            self.verifier = UnifiedVerifier(scorer, self.prompt_config)
+        self.verifier_name = verifier
+
+    def prompts(self, problems: Sequence[Problem]) -> list[str]:
+        """The exact generation prompt of each problem."""
+        return [build_prompt(self.prompt_config, p.text, self.backend) for p in problems]
+
+    def solve(self, problems: Sequence[Problem], *, n: int = 16, temperature: float = 1.0, top_p: float = 1.0,
+              max_new_tokens: int = 256, seed: int | None = 0, out: str | Path | None = None,
+              progress: bool = True) -> list[dict[str, Any]]:
+        """Solve every problem with N samples; results in input order, written to `out` as they finish."""
+        params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                                seed=seed, stop=list(self.prompt_config.stop))
+        writer = ResultsWriter(out) if out is not None else None
+        done = dict(writer.existing) if writer else {}
+        todo = [p for p in problems if p.id not in done]
+        if writer and done:
+            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(todo), len(problems))
+        try:
+            for record in self._solve_chunks(todo, params, progress, total=len(problems), already=len(done)):
+                done[record["id"]] = record
+                if writer:
+                    writer.write(record)
+        finally:
+            if writer:
+                writer.close()
+        return [done[p.id] for p in problems if p.id in done]
+
+    def _solve_chunks(self, problems: Sequence[Problem], params: SamplingParams, progress: bool,
+                      total: int, already: int) -> Iterable[dict[str, Any]]:
+        from tqdm.auto import tqdm
+
+        per_chunk = max(1, ROWS_PER_CHUNK // params.n)
+        bar = tqdm(total=total, initial=already, desc="solving", unit="problem", disable=not progress)
+        with bar:
+            for start in range(0, len(problems), per_chunk):
+                chunk = problems[start:start + per_chunk]
+                yield from self.solve_batch(chunk, params)
+                bar.update(len(chunk))
+
+    def solve_batch(self, problems: Sequence[Problem], params: SamplingParams) -> list[dict[str, Any]]:
+        """One engine step: generate, extract, group, grade, score, vote for a batch of problems."""
+        started = time.perf_counter()
+        prompts = self.prompts(problems)
+        try:
+            samples = self.backend.generate(prompts, params)  # (P, N)
+        except PromptTooLongError as err:
+            raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+        return self.score_samples(problems, prompts, samples, params, started)
+
+    def score_samples(self, problems: Sequence[Problem], prompts: Sequence[str],
+                      samples: Sequence[Sequence[Sample]], params: SamplingParams,
+                      started: float | None = None) -> list[dict[str, Any]]:
+        """Records for problems whose samples exist (also used by adaptive strategies)."""
+        from .answers import extract_answer, grade_answers, group_answers_batch
+
+        started = time.perf_counter() if started is None else started
+        answers = [[extract_answer(s.text) for s in row] for row in samples]  # (P, N)
+        classes = group_answers_batch(answers)
+        reps = [(p, rep) for p, c in zip(problems, classes) for rep in c.representatives]
+        grades = grade_answers([p.reference for p, _ in reps], [rep for _, rep in reps],
+                               questions=[p.text for p, _ in reps], grader=self.grader, judge=self.judge) \
+            if any(p.reference is not None for p in problems) else [None] * len(reps)
+        verdicts = self.verifier.score([p.text for p in problems], prompts,
+                                       [[s.text for s in row] for row in samples]) if self.verifier else None
+        elapsed = (time.perf_counter() - started) / max(1, len(problems))
+        records, offset = [], 0
+        for i, problem in enumerate(problems):
+            num_classes = len(classes[i].representatives)
+            class_grades = grades[offset:offset + num_classes] if problem.reference is not None else [None] * num_classes
+            offset += num_classes
+            records.append(self._record(problem, prompts[i], samples[i], answers[i], classes[i], class_grades,
+                                        verdicts[i] if verdicts else None, params, elapsed))
+        return records
+
+    def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):
+        sample_records = []
+        for j, sample in enumerate(samples):
+            scores = {"likelihood": likelihood_score(sample.logprobs)}
+            verifier_tokens = 0
+            if verdicts is not None:
+                scores.update(verdicts[j].scores)
+                verifier_tokens = verdicts[j].tokens
+            c = classes.class_ids[j]
+            sample_records.append({
+                "text": sample.text, "answer": answers[j], "answer_class": c,
+                "answer_status": classes.statuses[j], "correct": class_grades[c] if c >= 0 else
+                (False if problem.reference is not None else None),
+                "num_tokens": sample.num_tokens, "finish_reason": sample.finish_reason,
+                "scores": scores, "verifier_tokens": verifier_tokens,
+            })
+        return {
+            "id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields,
+            "prompt": prompt, "samples": sample_records,
+            "classes": [{"answer": rep, "size": classes.class_ids.count(k), "correct": class_grades[k]}
+                        for k, rep in enumerate(classes.representatives)],
+            "strategies": strategy_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
+            "compute": {
+                "prompt_tokens": samples[0].num_prompt_tokens if samples else 0,
+                "generated_tokens": sum(s.num_tokens for s in samples),
+                "verifier_tokens": sum(r["verifier_tokens"] for r in sample_records),
+            },
+            "run": self.run_info(params),
+            "time_s": round(elapsed, 4),
+        }
+
+    def run_info(self, params: SamplingParams) -> dict[str, Any]:
+        return {
+            "model": self.model_label, "num_parameters": self.backend.num_parameters, "backend": self.backend.name,
+            "n": params.n, "temperature": params.temperature, "top_p": params.top_p,
+            "max_new_tokens": params.max_new_tokens, "seed": params.seed, "verifier": self.verifier_name,
+            "score_norm": self.score_norm, "grader": self.grader,
+        }
+
+
+def strategy_predictions(sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None],
+                         has_reference: bool) -> dict[str, dict[str, Any]]:
+    """The prediction of majority and of weighted / best-of-N for every score kind of the samples."""
+    class_ids = [s["answer_class"] for s in sample_records]
+    answers = [s["answer"] for s in sample_records]
+    kinds = list(sample_records[0]["scores"]) if sample_records else []
+    plan = [("majority", "majority", None)] + [
+        (f"{strategy}:{kind}", strategy, kind) for kind in kinds for strategy in STRATEGIES if strategy != "majority"]
+    predictions = {}
+    for key, strategy, kind in plan:
+        scores = [s["scores"][kind] for s in sample_records] if kind else None
+        vote = vote_classes(strategy, class_ids, scores, answers)
+        correct = None
+        if has_reference:
+            correct = bool(class_grades[vote.answer_class]) if vote.answer_class >= 0 else False
+        predictions[key] = {"answer": vote.answer, "answer_class": vote.answer_class,
+                            "confidence": round(vote.confidence, 6), "correct": correct}
+    return predictions

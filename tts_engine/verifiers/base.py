@@ -1,0 +1,27 @@
+"""The verifier interface: every verifier scores the N solutions of each problem in one batched call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+
+@dataclass
+class SampleScore:
+    """What a verifier says of one solution."""
+
+    scores: dict[str, float]
+    """Score kind -> score in [0, 1] (e.g. verifier_vocab, verifier_yes_no)."""
+    tokens: int = 0
+    """Tokens the verifier read or wrote for this solution (its compute)."""
+
+
+class Verifier(Protocol):
+    """score(questions, prompts, outputs) -> one SampleScore per solution, in input order."""
+
+    name: str
+    kinds: tuple[str, ...]
+    """The score kinds this verifier produces (keys of SampleScore.scores)."""
+
+    def score(self, questions: Sequence[str], prompts: Sequence[str],
+              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]: ...

@@ -1,0 +1,55 @@
+"""The unified verifier (RL^V): the reasoner asked "Is this solution correct? Answer Yes or No."."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ..prompts import PromptConfig, build_verify_prompt
+from .base import SampleScore
+
+SCORE_NORMS = ("vocab", "yes_no")
+
+
+def single_token_id(backend, word: str, setting: str) -> int:
+    """The id of `word` as one token; a clear error when the tokenizer splits it."""
+    ids = backend.encode(word)
+    if len(ids) != 1:
+        raise ValueError(
+            f"the tokenizer encodes the verifier token {word!r} as {len(ids)} tokens {ids}; the unified "
+            f"verifier needs a single token: set {setting} to a word the tokenizer keeps whole"
+        )
+    return ids[0]
+
+
+def yes_no_scores(logp_yes: float, logp_no: float) -> dict[str, float]:
+    """Both normalisations: `vocab` = P(Yes) over the vocabulary, `yes_no` = P(Yes) / (P(Yes) + P(No))."""
+    diff = logp_yes - logp_no
+    yes_no = 1.0 / (1.0 + math.exp(-diff)) if diff >= 0 else math.exp(diff) / (1.0 + math.exp(diff))
+    return {"verifier_vocab": math.exp(logp_yes), "verifier_yes_no": yes_no}
+
+
+class UnifiedVerifier:
+    """Scores (problem, solution) pairs by P("Yes") at the next token after the verification prompt."""
+
+    name = "unified"
+    kinds = ("verifier_vocab", "verifier_yes_no")
+
+    def __init__(self, backend, prompt_config: PromptConfig | None = None):
+        self.backend = backend
+        self.config = prompt_config or PromptConfig()
+        self.yes_id = single_token_id(backend, self.config.yes_token, "yes_token")
+        self.no_id = single_token_id(backend, self.config.no_token, "no_token")
+
+    def score(self, questions: Sequence[str], prompts: Sequence[str],
+              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
+        flat = [build_verify_prompt(self.config, q, p, o, self.backend)
+                for q, p, outs in zip(questions, prompts, outputs) for o in outs]
+        logprobs = self.backend.yes_no_logprobs(flat, self.yes_id, self.no_id)
+        tokens = [len(self.backend.encode(text)) for text in flat]
+        scored = [SampleScore(yes_no_scores(ly, ln), t) for (ly, ln), t in zip(logprobs, tokens)]
+        result, start = [], 0
+        for outs in outputs:
+            result.append(scored[start:start + len(outs)])
+            start += len(outs)
+        return result
