@@ -1,0 +1,105 @@
+"""The `tts` command."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import click
+
+from .verifiers import SCORE_NORMS
+
+LAZY_COMMANDS = {
+    "train": ("tts_engine.training.cli", "train", "Train checkpoints: SFT, RL^V, Tango."),
+    "curve": ("tts_engine.eval.cli", "curve", "Compute-vs-accuracy curves, efficiency ratio and plots from results."),
+    "bench": ("tts_engine.eval.cli", "bench", "Generate and draw curves in one command."),
+    "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),
+    "launch": ("tts_engine.cli_parallel", "launch", "Run one problem set over several GPUs or local workers."),
+}
+
+
+class LazyGroup(click.Group):
+    """Subcommands living in other packages load only when called, so `tts solve` starts fast."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS:
+            module, attr, _ = LAZY_COMMANDS[name]
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as err:
+                return _unavailable(name, err)
+        return super().get_command(ctx, name)
+
+
+def _unavailable(name: str, err: Exception) -> click.Command:
+    @click.command(name=name, help=f"{LAZY_COMMANDS[name][2]} (unavailable: {err})")
+    def command():
+        raise click.ClickException(f"`tts {name}` is not available in this installation: {err}")
+
+    return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details.")
+def main(verbose: bool) -> None:
+    """tts: test-time scaling for reasoning models.
+
+    Sample N solutions per problem, score each with a verifier, aggregate by majority, verifier-weighted
+    voting and best-of-N, and measure what each unit of compute bought.
+    """
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+
+
+@main.command()
+@click.argument("problems", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", type=click.Path(), help="Hugging Face checkpoint (directory; or a name for vllm/openai). "
+              "Default: the embedded tiny reasoner-verifier.")
+@click.option("--backend", type=click.Choice(["hf", "vllm", "openai"]), default="hf", show_default=True,
+              help="Generation backend.")
+@click.option("--n", "n", type=int, default=16, show_default=True, help="Samples per problem.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--max-new-tokens", type=int, default=256, show_default=True, help="Token budget per sample.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--verifier", type=click.Choice(["unified", "none"]), default="unified", show_default=True,
+              help="unified: the model itself asked 'Is this solution correct?'; none: likelihood only.")
+@click.option("--verifier-model", type=click.Path(), help="A separate checkpoint for the unified verifier.")
+@click.option("--score-norm", type=click.Choice(SCORE_NORMS), default="yes_no", show_default=True,
+              help="Headline normalisation of P(Yes) (both are always recorded).")
+@click.option("--grader", type=click.Choice(["rule", "hybrid", "judge"]), default="rule", show_default=True,
+              help="How answers are graded against references (hybrid/judge need --judge-model).")
+@click.option("--judge-model", type=click.Path(), help="LLM judge for --grader hybrid|judge.")
+@click.option("--limit", type=int, help="Only the first LIMIT problems.")
+@click.option("--shard", help="Only shard I/K of the problems (0-based), for data-parallel runs.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Results JSONL, written as problems finish; "
+              "rerunning with the same --out resumes.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed, verifier, verifier_model,
+          score_norm, grader, judge_model, limit, shard, out, quiet):
+    """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
+    from .engine import Engine
+    from .models import default_problems_path
+    from .problems import load_problems
+    from .summary import format_summary, summarize
+
+    problems_path = problems or default_problems_path()
+    items = load_problems(problems_path, limit=limit)
+    if shard:
+        from .parallel import shard_problems
+
+        items = shard_problems(items, shard)
+    try:
+        engine = Engine(model, backend=backend, verifier=verifier, verifier_model=verifier_model,
+                        score_norm=score_norm, grader=grader, judge_model=judge_model)
+    except (ValueError, FileNotFoundError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {backend})", err=True)
+    click.echo(f"problems: {problems_path} ({len(items)}), n={n}", err=True)
+    records = engine.solve(items, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                           seed=seed, out=out, progress=not quiet)
+    click.echo(format_summary(summarize(records)))
+    if out:
+        click.echo(f"results: {out}", err=True)

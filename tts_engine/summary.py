@@ -1,0 +1,43 @@
+"""The end-of-run summary: accuracy of every strategy, tokens and time, as a printable table."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy per strategy over the problems with a reference, plus mean tokens and total time."""
+    graded = [r for r in records if r.get("reference") is not None]
+    keys = list(records[0]["strategies"]) if records else []
+    accuracy = {k: sum(bool(r["strategies"][k]["correct"]) for r in graded) / len(graded) for k in keys} \
+        if graded else {}
+    samples = [s for r in records for s in r["samples"]]
+    pass_at_1 = sum(bool(s["correct"]) for r in graded for s in r["samples"]) / \
+        max(1, sum(len(r["samples"]) for r in graded)) if graded else None
+    return {
+        "problems": len(records),
+        "graded": len(graded),
+        "pass@1": pass_at_1,
+        "accuracy": accuracy,
+        "generated_tokens_per_problem": sum(r["compute"]["generated_tokens"] for r in records) / max(1, len(records)),
+        "verifier_tokens_per_problem": sum(r["compute"]["verifier_tokens"] for r in records) / max(1, len(records)),
+        "samples": len(samples),
+        "time_s": sum(r.get("time_s", 0.0) for r in records),
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A plain-text table a terminal shows well."""
+    lines = [f"problems: {summary['problems']} ({summary['graded']} with a reference), samples: {summary['samples']}"]
+    if summary["accuracy"]:
+        lines.append(f"{'strategy':<34}{'accuracy':>10}")
+        if summary["pass@1"] is not None:
+            lines.append(f"{'pass@1 (mean over samples)':<34}{summary['pass@1']:>10.3f}")
+        for key, acc in summary["accuracy"].items():
+            lines.append(f"{key:<34}{acc:>10.3f}")
+    else:
+        lines.append("no reference answers: accuracy not computed")
+    lines.append(f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
+                 f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
+                 f"time: {summary['time_s']:.1f} s")
+    return "\n".join(lines)
