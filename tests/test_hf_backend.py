@@ -1,0 +1,76 @@
+import pytest
+import torch
+
+from tts_engine.backends.base import PromptTooLongError
+from tts_engine.params import SamplingParams
+
+PROMPTS = ["What is 2+3?\n", "Compute 12*7 step by step, please.\n", "x"]
+
+
+def test_samples_in_input_order_with_records(hf_backend):
+    out = hf_backend.generate(PROMPTS, SamplingParams(n=3, max_new_tokens=12, seed=1))
+    assert [len(row) for row in out] == [3, 3, 3]
+    for row, prompt in zip(out, PROMPTS):
+        for s in row:
+            assert s.finish_reason in ("stop", "length")
+            assert 1 <= s.num_tokens <= 12 and len(s.logprobs) == s.num_tokens
+            assert s.num_prompt_tokens == len(hf_backend.encode(prompt))
+            assert all(lp <= 0 for lp in s.logprobs)
+
+
+def test_batching_and_padding_do_not_change_samples(hf_backend):
+    params = SamplingParams(n=4, max_new_tokens=16, seed=3)
+    together = hf_backend.generate(PROMPTS, params)
+    alone = hf_backend.generate(PROMPTS[1:2], params)
+    assert [s.text for s in alone[0]] == [s.text for s in together[1]]
+    old = hf_backend.max_batch_rows
+    hf_backend.max_batch_rows = 5
+    try:
+        small_batches = hf_backend.generate(PROMPTS, params)
+    finally:
+        hf_backend.max_batch_rows = old
+    assert [[s.token_ids for s in r] for r in small_batches] == [[s.token_ids for s in r] for r in together]
+
+
+def test_seed_changes_samples(hf_backend):
+    a = hf_backend.generate(PROMPTS[:1], SamplingParams(n=4, max_new_tokens=16, seed=1))
+    b = hf_backend.generate(PROMPTS[:1], SamplingParams(n=4, max_new_tokens=16, seed=2))
+    assert [s.text for s in a[0]] != [s.text for s in b[0]]
+    assert len({s.text for s in a[0]}) > 1  # the N samples of one prompt differ
+
+
+def test_logprobs_match_a_full_forward_pass(hf_backend):
+    prompt = PROMPTS[0]
+    sample = hf_backend.generate([prompt], SamplingParams(n=1, max_new_tokens=10, seed=5))[0][0]
+    ids = torch.tensor([hf_backend.encode(prompt) + sample.token_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(hf_backend.model(ids).logits[0].float(), -1)
+    start = len(hf_backend.encode(prompt)) - 1
+    expected = [logp[start + k, t].item() for k, t in enumerate(sample.token_ids)]
+    assert sample.logprobs == pytest.approx(expected, abs=1e-4)
+
+
+def test_greedy_stop_string_and_length(hf_backend):
+    greedy = hf_backend.generate(PROMPTS[:1], SamplingParams(n=2, temperature=0, max_new_tokens=8))[0]
+    assert greedy[0].text == greedy[1].text and greedy[0].finish_reason == "length"
+    first_char = greedy[0].text[2]
+    stopped = hf_backend.generate(PROMPTS[:1], SamplingParams(n=1, temperature=0, max_new_tokens=8,
+                                                              stop=[first_char]))[0][0]
+    assert stopped.finish_reason == "stop"
+    assert first_char not in stopped.text and greedy[0].text.startswith(stopped.text)
+
+
+def test_prompt_longer_than_context_fails_clearly(hf_backend):
+    with pytest.raises(PromptTooLongError, match="prompt 1 has .* tokens, but the model's context is"):
+        hf_backend.generate(["ok", "x" * (hf_backend.max_model_len + 5)], SamplingParams(max_new_tokens=2))
+
+
+def test_yes_no_logprobs_match_full_logits(hf_backend):
+    yes, no = hf_backend.encode("Yes")[0], hf_backend.encode("No")[0]
+    prompts = ["3+4=7\nIs this solution correct? Answer Yes or No.\n", "short"]
+    got = hf_backend.yes_no_logprobs(prompts, yes, no)
+    for prompt, (ly, ln) in zip(prompts, got):
+        with torch.no_grad():
+            logp = torch.log_softmax(hf_backend.model(torch.tensor([hf_backend.encode(prompt)])).logits[0, -1], -1)
+        assert ly == pytest.approx(logp[yes].item(), abs=1e-4)
+        assert ln == pytest.approx(logp[no].item(), abs=1e-4)
