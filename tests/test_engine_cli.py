@@ -1,0 +1,102 @@
+import json
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from tts_engine.cli import main
+from tts_engine.engine import Engine
+from tts_engine.problems import load_problems
+from tts_engine.results import ResultsWriter, read_results
+
+
+@pytest.fixture
+def problems_file(tmp_path):
+    path = tmp_path / "problems.jsonl"
+    rows = [{"id": f"p{i}", "problem": f"Compute {i}+{i}.", "answer": str(2 * i), "level": i % 2} for i in range(5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir):
+    return Engine(tiny_model_dir)
+
+
+def test_solve_writes_complete_records(engine, problems_file, tmp_path):
+    out = tmp_path / "r.jsonl"
+    records = engine.solve(load_problems(problems_file), n=3, max_new_tokens=8, out=out, progress=False)
+    assert [r["id"] for r in records] == [f"p{i}" for i in range(5)]
+    on_disk = list(read_results(out))
+    assert [r["id"] for r in on_disk] == [r["id"] for r in records]
+    record = on_disk[0]
+    assert record["reference"] == "0" and record["fields"] == {"level": 0}
+    assert record["prompt"].startswith("Compute 0+0.")
+    assert len(record["samples"]) == 3
+    kinds = {"likelihood", "verifier_vocab", "verifier_yes_no"}
+    for sample in record["samples"]:
+        assert set(sample["scores"]) == kinds
+        assert all(0 <= v <= 1 for v in sample["scores"].values())
+        assert sample["verifier_tokens"] > len(record["prompt"])
+        assert sample["finish_reason"] in ("stop", "length")
+    expected = {"majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n") for k in kinds}
+    assert set(record["strategies"]) == expected
+    assert record["run"]["num_parameters"] == engine.backend.num_parameters
+    assert record["compute"]["generated_tokens"] == sum(s["num_tokens"] for s in record["samples"])
+
+
+def test_resume_generates_only_missing_problems(engine, problems_file, tmp_path):
+    out = tmp_path / "r.jsonl"
+    problems = load_problems(problems_file)
+    engine.solve(problems[:2], n=2, max_new_tokens=6, out=out, progress=False)
+    with out.open("ab") as f:  # a run killed mid-write leaves a torn line
+        f.write(b'{"id": "p2", "samp')
+    calls = []
+    original = engine.backend.generate
+    engine.backend.generate = lambda prompts, params: calls.append(len(prompts)) or original(prompts, params)
+    try:
+        records = engine.solve(problems, n=2, max_new_tokens=6, out=out, progress=False)
+    finally:
+        engine.backend.generate = original
+    assert sum(calls) == 3
+    assert [r["id"] for r in read_results(out)] == ["p0", "p1", "p2", "p3", "p4"]
+    assert [r["id"] for r in records] == ["p0", "p1", "p2", "p3", "p4"]
+
+
+def test_results_reader_rejects_a_bad_middle_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"id": "a"}\nnot json\n{"id": "b"}\n')
+    with pytest.raises(ValueError, match=r"r\.jsonl:2: invalid results line"):
+        list(read_results(path))
+    with ResultsWriter(tmp_path / "new" / "x.jsonl") as writer:
+        writer.write({"id": "z"})
+    assert orjson.loads((tmp_path / "new" / "x.jsonl").read_bytes()) == {"id": "z"}
+
+
+def test_engine_rejects_bad_options(tiny_model_dir):
+    with pytest.raises(ValueError, match="verifier must be one of"):
+        Engine(tiny_model_dir, verifier="oracle")
+    with pytest.raises(ValueError, match="needs a judge model"):
+        Engine(tiny_model_dir, grader="hybrid")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        Engine(tiny_model_dir, backend="tpu")
+
+
+def test_cli_solve_end_to_end(tiny_model_dir, problems_file, tmp_path):
+    out = tmp_path / "cli.jsonl"
+    args = ["solve", str(problems_file), "--model", tiny_model_dir, "--n", "2", "--max-new-tokens", "6",
+            "--limit", "3", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "weighted:verifier_yes_no" in result.output and "generated tokens / problem" in result.output
+    assert len(list(read_results(out))) == 3
+
+
+def test_cli_help_is_complete():
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"])
+    assert top.exit_code == 0 and "solve" in top.output
+    text = runner.invoke(main, ["solve", "--help"]).output
+    for option in ("--model", "--n", "--out", "--backend", "--temperature", "--max-new-tokens", "--seed",
+                   "--verifier", "--score-norm", "--limit"):
+        assert option in text
