@@ -40,24 +40,27 @@ class ScoreTiles:
     """The vocabulary is split until the grid has about this many programs."""
 
 
-def gpu_tiles(batch: int, dim: int) -> ScoreTiles:
+def gpu_tiles(batch: int, dtype: torch.dtype) -> ScoreTiles:
     """Tiles for a GPU.
 
-    Not yet timed on a GPU (none was available when written): 128 x 128 x 64 with 8 warps and 3 stages is
-    Triton's tutorial bf16 matmul tile for Hopper, and `ahead-of-time compile for sm_90` (see
-    tests/test_kernels_score.py) measured it at under 100 KB of shared memory. kernels/bench.py times it.
-    target_programs = 4 x 132 SMs of an H100/H200 so that B=256 (2 row blocks) still fills the device.
+    Not yet timed on a GPU (none was available when written; `python -m tts_engine.kernels.bench --sweep`
+    times the candidates). Chosen by compiling ahead of time for sm_90 and reading register use
+    (`cuobjdump -res-usage`): every candidate uses 255 registers; stack spills, bf16: 128x128x64/8 warps
+    144 B, 128x128x32/8 warps 0 B, 64x128x32/8 warps 0 B; fp32 (ieee dot, no tensor cores):
+    128x128x32/8 warps 320 B, 128x64x32/8 warps 16 B. bf16 and fp16 compile to wgmma.
+    target_programs = 4 x 132 SMs (H100/H200), so that B=256 (two row blocks) still fills the device.
     """
-    block_b = 128 if batch > 64 else max(16, next_power_of_2(batch))
-    return ScoreTiles(block_b, 128, 64, num_warps=8, num_stages=3, target_programs=4 * 132)
+    block_b = 128 if batch > 64 else 64
+    block_v = 64 if dtype == torch.float32 else 128
+    return ScoreTiles(block_b, block_v, 32, num_warps=8, num_stages=3, target_programs=4 * 132)
 
 
 def interpreter_tiles(batch: int, dim: int, vocab: int) -> ScoreTiles:
     """Tiles for the Triton interpreter, whose cost is per program and per op, not per element.
 
-    Measured here (2 CPU cores): B=64, D=512, V=32000 fp32 takes 1.3 s with 64 x 2048 x 512 tiles and
-    1 program; one 64 x 128 x 64 GPU-sized tile per step takes 11 s. The interpreter caps a block at
-    2**20 elements: block_v x block_d stays at or under 2**20.
+    Measured here (2 CPU cores, B=64, D=512, V=32000, fp32, one row block): 1.0-1.3 s with 64 x 1024..4096
+    x 256..512 tiles, 2.0-2.6 s with 64 x 512 x 512, 2.8 s with the GPU's 64 x 128 x 64. The interpreter
+    caps a block at 2**20 elements: block_v x block_d stays at or under 2**20.
     """
     block_b = min(64, max(16, next_power_of_2(batch)))
     block_d = min(1024, max(16, next_power_of_2(dim)))
@@ -138,7 +141,7 @@ def verifier_score_triton(
     weight = weight if weight.stride(1) == 1 else weight.contiguous()
     (batch, dim), vocab = hidden.shape, weight.shape[0]
     if tiles is None:
-        tiles = interpreter_tiles(batch, dim, vocab) if interpret else gpu_tiles(batch, dim)
+        tiles = interpreter_tiles(batch, dim, vocab) if interpret else gpu_tiles(batch, hidden.dtype)
     row_blocks = triton.cdiv(batch, tiles.block_b)
     v_per_split, splits = _split_vocab(vocab, row_blocks, tiles)
     parts = torch.empty((4, batch, splits), dtype=torch.float32, device=hidden.device)  # max, sum, yes, no
