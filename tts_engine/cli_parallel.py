@@ -1,0 +1,95 @@
+"""`tts merge` and `tts launch`: data-parallel runs over several GPUs, processes or nodes."""
+
+from __future__ import annotations
+
+import click
+
+from .parallel import build_workers, gpu_groups, log_tail, merge_results, run_workers, shard_path
+
+
+def _problem_ids(problems: str, limit: int | None) -> list[str]:
+    from .problems import load_problems
+
+    return [p.id for p in load_problems(_problems_path(problems), limit=limit)]
+
+
+def _problems_path(problems: str) -> str:
+    """A problems file, or `bundled` for the set shipped with the package."""
+    if problems == "bundled":
+        from .models import default_problems_path
+
+        return str(default_problems_path())
+    return problems
+
+
+def _limit_of(solve_args: tuple[str, ...]) -> int | None:
+    """The --limit among pass-through solve options (the merge must expect the same problems)."""
+    for i, arg in enumerate(solve_args):
+        if arg == "--limit" and i + 1 < len(solve_args):
+            return int(solve_args[i + 1])
+        if arg.startswith("--limit="):
+            return int(arg.split("=", 1)[1])
+    return None
+
+
+def _merge_and_report(shards, out, order) -> None:
+    report = merge_results(shards, out, problem_order=order)
+    click.echo(f"{out}: {report.describe()}", err=True)
+    if not report.complete:
+        raise click.ClickException(f"{len(report.missing)} problems have no results yet; rerun the missing "
+                                   "shards (a rerun resumes) and merge again")
+
+
+@click.command()
+@click.argument("shards", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged results JSONL.")
+@click.option("--problems", help="Problems file (or `bundled`): merge in its order and report missing ids.")
+@click.option("--limit", type=int, help="The --limit the shards were run with.")
+def merge(shards, out, problems, limit):
+    """Merge shard results files SHARDS into one results file (deduplicated by problem id)."""
+    order = _problem_ids(problems, limit) if problems else None
+    _merge_and_report(shards, out, order)
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("problems")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Merged results JSONL; shard I writes OUT.shardI.jsonl (and OUT.shardI.log) beside it.")
+@click.option("--gpus", help="GPU ids, one worker per GPU (CUDA_VISIBLE_DEVICES), e.g. 0,1,2,3.")
+@click.option("--gpus-per-worker", type=int, default=1, show_default=True,
+              help="GPUs given to each worker (for tensor-parallel models).")
+@click.option("--workers", type=int, help="Local CPU worker processes (instead of --gpus).")
+@click.option("--node-rank", type=int, default=0, show_default=True, help="This node's rank in a multi-node run.")
+@click.option("--num-nodes", type=int, default=1, show_default=True, help="Nodes in the run (each runs launch).")
+@click.argument("solve_args", nargs=-1, type=click.UNPROCESSED)
+def launch(problems, out, gpus, gpus_per_worker, workers, node_rank, num_nodes, solve_args):
+    """Solve PROBLEMS (a file, or `bundled`) with one `tts solve` worker per GPU (or CPU worker), then merge.
+
+    Options after PROBLEMS that launch does not know go to every `tts solve` worker (e.g. --n 64
+    --backend vllm --model DIR). With --num-nodes > 1 each node writes its shard files and the merge is
+    left to `tts merge` once every node is done.
+    """
+    try:
+        groups = gpu_groups(gpus, gpus_per_worker) if gpus else None
+        plan = build_workers(_problems_path(problems), out, list(solve_args), gpu_groups=groups,
+                             workers=workers if groups is None else None, node_rank=node_rank,
+                             num_nodes=num_nodes)
+    except (ValueError, FileNotFoundError) as err:
+        raise click.ClickException(str(err)) from err
+    for w in plan:
+        where = w.env.get("CUDA_VISIBLE_DEVICES")
+        click.echo(f"shard {w.shard}: {'GPUs ' + where if where else 'CPU'} -> {w.out} (log {w.log})", err=True)
+    codes = run_workers(plan)
+    failed = [w for w, code in zip(plan, codes) if code != 0]
+    for w in failed:
+        click.echo(f"shard {w.shard} failed; end of {w.log}:\n{log_tail(w.log)}", err=True)
+    if num_nodes > 1:
+        total = len(plan) * num_nodes
+        click.echo(f"node {node_rank} done; when every node is: tts merge "
+                   f"{' '.join(str(shard_path(out, i)) for i in range(total))} --out {out} --problems {problems}",
+                   err=True)
+    else:
+        _merge_and_report([w.out for w in plan if w.out.is_file()], out,
+                          _problem_ids(problems, _limit_of(solve_args)))
+    if failed:
+        raise click.ClickException(f"{len(failed)} of {len(plan)} workers failed (rerun resumes where they stopped)")
