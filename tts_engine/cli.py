@@ -77,8 +77,21 @@ def main(verbose: bool) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), help="Results JSONL, written as problems finish; "
               "rerunning with the same --out resumes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--strategy", type=click.Choice(["fixed", "adaptive-length", "adaptive-n"]), default="fixed",
+              show_default=True, help="fixed: N samples of --max-new-tokens each; adaptive-length: continue the "
+              "cut samples of unconfident problems budget by budget; adaptive-n: sample in waves until confident.")
+@click.option("--budgets", default="256,512,1024,2048", show_default=True,
+              help="adaptive-length: increasing token budgets (replaces --max-new-tokens).")
+@click.option("--tau", type=float, help="adaptive: confidence that stops a problem, in [0, 1] "
+              "(default 0.6 for adaptive-length, 0.8 for adaptive-n).")
+@click.option("--confidence-from", help="adaptive: strategy key whose vote confidence is compared with tau "
+              "(default weighted:verifier_<score-norm> with a verifier, else majority).")
+@click.option("--wave", type=int, default=4, show_default=True, help="adaptive-n: samples per wave.")
+@click.option("--min-n", type=int, default=4, show_default=True, help="adaptive-n: fewest samples before stopping.")
+@click.option("--max-n", type=int, default=64, show_default=True, help="adaptive-n: most samples (replaces --n).")
 def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed, verifier, verifier_model,
-          score_norm, grader, judge_model, limit, shard, out, quiet):
+          score_norm, grader, judge_model, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
+          wave, min_n, max_n):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .engine import Engine
     from .models import default_problems_path
@@ -97,9 +110,41 @@ def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed,
     except (ValueError, FileNotFoundError) as err:
         raise click.ClickException(str(err)) from err
     click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {backend})", err=True)
-    click.echo(f"problems: {problems_path} ({len(items)}), n={n}", err=True)
-    records = engine.solve(items, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                           seed=seed, out=out, progress=not quiet)
+    click.echo(f"problems: {problems_path} ({len(items)}), n={n if strategy != 'adaptive-n' else max_n}", err=True)
+    if strategy == "fixed":
+        records = engine.solve(items, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                               seed=seed, out=out, progress=not quiet)
+    else:
+        records = _solve_adaptive(engine, items, strategy, n=n, budgets=budgets, tau=tau,
+                                  confidence_from=confidence_from, wave=wave, min_n=min_n, max_n=max_n,
+                                  temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
+                                  out=out, progress=not quiet)
     click.echo(format_summary(summarize(records)))
     if out:
         click.echo(f"results: {out}", err=True)
+
+
+def _solve_adaptive(engine, items, strategy, *, n, budgets, tau, confidence_from, wave, min_n, max_n,
+                    max_new_tokens, **common):
+    """Run an adaptive strategy; bad settings become a clear command-line error before any generation."""
+    from . import adaptive
+
+    tau = (0.6 if strategy == "adaptive-length" else 0.8) if tau is None else tau
+    try:
+        adaptive.check_tau(tau)
+        adaptive.confidence_key(engine, confidence_from)
+        if strategy == "adaptive-length":
+            budget_list = adaptive.parse_budgets(budgets)
+        else:
+            adaptive.check_waves(wave, min_n, max_n)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from err
+    if strategy == "adaptive-length":
+        records = adaptive.solve_adaptive_length(engine, items, n=n, budgets=budget_list, tau=tau,
+                                                 confidence_from=confidence_from, **common)
+    else:
+        records = adaptive.solve_adaptive_n(engine, items, wave=wave, min_n=min_n, max_n=max_n, tau=tau,
+                                            confidence_from=confidence_from, max_new_tokens=max_new_tokens,
+                                            **common)
+    click.echo(adaptive.format_adaptive_summary(records))
+    return records

@@ -1,0 +1,227 @@
+"""Adaptive length and adaptive N on a tiny random model: continuation, stopping rules, seeds, resume."""
+
+import pytest
+
+from tts_engine.adaptive import (check_budgets, confidence_key, continue_samples, derive_seed, join_continuation,
+                                 parse_budgets, solve_adaptive_length, solve_adaptive_n)
+from tts_engine.backends.base import Sample
+from tts_engine.engine import Engine
+from tts_engine.params import SamplingParams
+from tts_engine.problems import Problem
+from tts_engine.results import read_results
+
+PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(4)]
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir):
+    return Engine(tiny_model_dir)
+
+
+@pytest.fixture
+def calls(engine):
+    """Every backend.generate call as (prompts, params), with the real generation behind it."""
+    seen = []
+    original = engine.backend.generate
+    engine.backend.generate = lambda prompts, params: seen.append((list(prompts), params)) or original(prompts, params)
+    yield seen
+    engine.backend.generate = original
+
+
+# --- continuation ------------------------------------------------------------------------------------------
+def test_continuation_extends_the_existing_samples(hf_backend):
+    prompts = ["Compute 1+2.\n", "Compute 30*3.\n"]
+    params = SamplingParams(n=3, max_new_tokens=4, seed=7)
+    first = hf_backend.generate(prompts, params)  # (2, 3)
+    assert any(s.finish_reason == "length" for row in first for s in row)
+    sent = []
+    original = hf_backend.generate
+    hf_backend.generate = lambda p, sp: sent.append((list(p), sp)) or original(p, sp)
+    try:
+        longer = continue_samples(hf_backend, prompts, first, budget=10, params=params, round_index=1)
+    finally:
+        hf_backend.generate = original
+    assert len(sent) == 1 and sent[0][1].n == 1 and sent[0][1].max_new_tokens == 6
+    assert sent[0][1].seed == derive_seed(7, "continue", 1) != 7
+    continued = 0
+    for i, (old_row, new_row) in enumerate(zip(first, longer)):
+        for old, new in zip(old_row, new_row):
+            if old.finish_reason != "length":
+                assert new is old
+                continue
+            continued += 1
+            assert prompts[i] + old.text in sent[0][0]
+            assert new.text.startswith(old.text) and new.num_tokens > old.num_tokens
+            assert new.token_ids[:4] == old.token_ids and new.logprobs[:4] == old.logprobs
+            assert len(new.logprobs) == new.num_tokens
+            assert new.num_tokens == 10 if new.finish_reason == "length" else 4 < new.num_tokens <= 10
+            assert new.num_prompt_tokens == old.num_prompt_tokens
+    assert continued == len(sent[0][0])
+    again = continue_samples(hf_backend, prompts, first, budget=10, params=params, round_index=1)
+    assert [[s.token_ids for s in row] for row in again] == [[s.token_ids for s in row] for row in longer]
+
+
+def test_identical_prefixes_continue_with_distinct_seeds():
+    prefix = Sample(text="ab", token_ids=[1, 2], finish_reason="length", logprobs=[-1.0, -1.0])
+
+    class Recorder:
+        max_model_len = 100
+        seeds = []
+
+        def generate(self, prompts, params):
+            self.seeds.append((len(prompts), params.seed))
+            return [[Sample(text="c", token_ids=[3], finish_reason="stop", logprobs=[-0.5])] for _ in prompts]
+
+    backend = Recorder()
+    out = continue_samples(backend, ["q "], [[prefix, prefix]], budget=5, params=SamplingParams(seed=3),
+                           round_index=1)
+    assert len(backend.seeds) == 2 and backend.seeds[0][1] != backend.seeds[1][1]
+    assert [s.text for s in out[0]] == ["abc", "abc"] and out[0][0].token_ids == [1, 2, 3]
+
+
+def test_join_cuts_a_stop_string_that_straddles_the_join():
+    old = Sample(text="x=4 </an", token_ids=[1, 2], finish_reason="length", logprobs=[-0.1, -0.2])
+    new = Sample(text="swer> more", token_ids=[3], finish_reason="length", logprobs=[-0.3])
+    joined = join_continuation(old, new, stop=["</answer>"])
+    assert joined.text == "x=4 " and joined.finish_reason == "stop" and joined.token_ids == [1, 2, 3]
+    plain = join_continuation(old, new)
+    assert plain.text == "x=4 </answer> more" and plain.finish_reason == "length"
+
+
+# --- adaptive length ---------------------------------------------------------------------------------------
+def test_tau_zero_stops_every_problem_after_the_first_budget(engine, calls):
+    records = solve_adaptive_length(engine, PROBLEMS, n=3, budgets=[4, 8, 12], tau=0.0, progress=False)
+    assert [r["id"] for r in records] == [p.id for p in PROBLEMS]
+    assert len(calls) == 1 and len(calls[0][0]) == len(PROBLEMS)
+    for record in records:
+        block = record["adaptive"]
+        assert block["rounds"] == 1 and block["budget_reached"] == 4 and block["stopped_because"] == "confident"
+        assert block["confidence_from"] == "weighted:verifier_yes_no"
+        assert all(s["num_tokens"] <= 4 for s in record["samples"])
+
+
+def test_unreachable_tau_runs_to_the_last_budget(engine, calls):
+    # The random model writes no answers, so every confidence is 0 < tau = 1.
+    records = solve_adaptive_length(engine, PROBLEMS, n=3, budgets=[4, 8, 12], tau=1.0, seed=1, progress=False)
+    assert len(calls) == 3 and len(calls[0][0]) == len(PROBLEMS)
+    assert [c[1].max_new_tokens for c in calls] == [4, 4, 4]
+    assert sum(r["adaptive"]["stopped_because"] == "last_budget" for r in records) >= 1
+    for record in records:
+        block = record["adaptive"]
+        assert block["confidences"] == [0.0] * block["rounds"]
+        if block["stopped_because"] == "last_budget":
+            assert block["rounds"] == 3 and block["budget_reached"] == 12
+            assert all(s["num_tokens"] == 12 for s in record["samples"] if s["finish_reason"] == "length")
+        assert block["tokens_spent"] == sum(s["num_tokens"] for s in record["samples"])
+        assert record["run"]["adaptive"]["budgets"] == [4, 8, 12] and record["run"]["max_new_tokens"] == 12
+
+
+def test_a_problem_whose_samples_all_stopped_is_not_continued(engine, calls):
+    original = engine.backend.generate
+
+    def first_problem_stops_early(prompts, params):
+        rows = original(prompts, params)
+        for prompt, row in zip(prompts, rows):
+            if prompt.startswith("Compute 0+0."):
+                row[:] = [Sample(s.text, s.token_ids, "stop", s.logprobs, s.num_prompt_tokens) for s in row]
+        return rows
+
+    engine.backend.generate = first_problem_stops_early
+    try:
+        records = solve_adaptive_length(engine, PROBLEMS, n=2, budgets=[4, 8], tau=1.0, progress=False)
+    finally:
+        engine.backend.generate = original
+    first = records[0]["adaptive"]
+    assert first["stopped_because"] == "all_finished" and first["rounds"] == 1 and first["budget_reached"] == 4
+    assert all(not p.startswith("Compute 0+0.") for p in calls[1][0])
+    assert any(r["adaptive"]["rounds"] == 2 for r in records[1:])
+
+
+def test_confidence_from_is_validated_and_recorded(engine):
+    assert confidence_key(engine, None) == "weighted:verifier_yes_no"
+    records = solve_adaptive_length(engine, PROBLEMS[:1], n=2, budgets=[4], tau=0.5, confidence_from="majority",
+                                    progress=False)
+    assert records[0]["adaptive"]["confidence_from"] == "majority"
+    assert records[0]["adaptive"]["stopped_because"] == "last_budget"
+    with pytest.raises(ValueError, match="confidence_from must be one of .*got 'weighted:oracle'"):
+        solve_adaptive_length(engine, PROBLEMS, budgets=[4], confidence_from="weighted:oracle")
+
+
+@pytest.mark.parametrize("budgets, message", [([], "at least one"), ([8, 8], "strictly increasing"),
+                                              ([4, 2], "strictly increasing"), ([0, 4], "positive integers"),
+                                              ([4.5], "positive integers")])
+def test_bad_budgets_are_rejected(budgets, message):
+    with pytest.raises(ValueError, match=message):
+        check_budgets(budgets)
+
+
+def test_parse_budgets():
+    assert parse_budgets("256,512, 1024") == [256, 512, 1024]
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        parse_budgets("256,lots")
+
+
+def test_bad_adaptive_settings_are_rejected(engine):
+    with pytest.raises(ValueError, match=r"tau must be in \[0, 1\], got 1.5"):
+        solve_adaptive_length(engine, PROBLEMS, budgets=[4], tau=1.5)
+    with pytest.raises(ValueError, match="max_n must be >= min_n, got max_n=2, min_n=4"):
+        solve_adaptive_n(engine, PROBLEMS, wave=2, min_n=4, max_n=2)
+    with pytest.raises(ValueError, match="wave must be an integer >= 1, got 0"):
+        solve_adaptive_n(engine, PROBLEMS, wave=0)
+
+
+# --- adaptive N --------------------------------------------------------------------------------------------
+def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
+    records = solve_adaptive_n(engine, PROBLEMS, wave=2, min_n=4, max_n=8, tau=0.0, max_new_tokens=6,
+                               progress=False)
+    assert len(calls) == 2 and all(len(c[0]) == len(PROBLEMS) and c[1].n == 2 for c in calls)
+    for record in records:
+        assert record["adaptive"]["n_used"] == 4 and len(record["samples"]) == 4
+        assert record["adaptive"]["waves"] == 2 and record["adaptive"]["stopped_because"] == "confident"
+
+
+def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls):
+    records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6,
+                               progress=False)
+    assert [c[1].n for c in calls] == [3, 3, 1]
+    assert len({c[1].seed for c in calls}) == 3
+    for record in records:
+        block = record["adaptive"]
+        assert block["n_used"] == 7 == len(record["samples"]) and block["stopped_because"] == "max_n"
+        # Each distinct sample is verified once, however many waves re-voted over it.
+        texts = {s["text"]: s["verifier_tokens"] for s in record["samples"]}
+        assert block["verifier_tokens_spent"] == sum(texts.values())
+
+
+def test_waves_draw_new_samples_and_the_first_wave_matches_a_fixed_run(engine):
+    records = solve_adaptive_n(engine, PROBLEMS[:2], wave=2, min_n=4, max_n=4, tau=1.0, max_new_tokens=8,
+                               seed=5, progress=False)
+    fixed = engine.solve(PROBLEMS[:2], n=2, max_new_tokens=8, seed=5, progress=False)
+    for record, reference in zip(records, fixed):
+        texts = [s["text"] for s in record["samples"]]
+        assert texts[:2] == [s["text"] for s in reference["samples"]]
+        assert texts[2:] != texts[:2]
+
+
+# --- resume ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("strategy", ["length", "n"])
+def test_resume_generates_only_the_missing_problems(engine, calls, tmp_path, strategy):
+    out = tmp_path / "adaptive.jsonl"
+
+    def run(problems):
+        if strategy == "length":
+            return solve_adaptive_length(engine, problems, n=2, budgets=[4, 8], tau=1.0, out=out, progress=False)
+        return solve_adaptive_n(engine, problems, wave=2, min_n=2, max_n=4, tau=1.0, max_new_tokens=4, out=out,
+                                progress=False)
+
+    run(PROBLEMS[:2])
+    with out.open("ab") as f:  # a run killed mid-write leaves a torn line
+        f.write(b'{"id": "p2", "samp')
+    calls.clear()
+    records = run(PROBLEMS)
+    prompts = {p for c in calls for p in c[0]}
+    assert all(p.startswith(("Compute 2+2.", "Compute 3+3.")) for p in prompts)
+    assert len(calls[0][0]) == 2
+    assert [r["id"] for r in records] == [p.id for p in PROBLEMS]
+    assert [r["id"] for r in read_results(out)] == [p.id for p in PROBLEMS]
+    assert all("adaptive" in r for r in read_results(out))

@@ -1,0 +1,423 @@
+"""Adaptive test-time compute: spend more only on the problems whose vote is not yet confident.
+
+- **Adaptive length**: N samples at the first token budget; problems whose confidence is below tau get their
+  samples that stopped on the length limit continued (the existing text is the prefix, never regenerated) to
+  the next budget; stop at tau or at the last budget. A problem whose samples all stopped early is done.
+- **Adaptive N**: samples in waves of W per open problem; a problem stops once its confidence reaches tau
+  (after at least min_n samples) or at max_n.
+
+Confidence is that of one strategy's vote (`confidence_from`, a key of a record's "strategies"; default the
+headline: `weighted:verifier_<score_norm>` with a verifier, else `majority`). Records are the engine's
+(`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
+with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .aggregate import STRATEGIES
+from .backends.base import PromptTooLongError, Sample
+from .engine import ROWS_PER_CHUNK
+from .params import SamplingParams
+from .problems import Problem
+from .results import ResultsWriter
+
+log = logging.getLogger(__name__)
+
+ADAPTIVE_STRATEGIES = ("adaptive-length", "adaptive-n")
+
+
+# --- parameters --------------------------------------------------------------------------------------------
+def check_budgets(budgets: Sequence[int]) -> list[int]:
+    """Token budgets as a list of strictly increasing positive integers, or a clear error."""
+    budgets = list(budgets)
+    if not budgets:
+        raise ValueError("budgets must list at least one token budget, got []")
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+        raise ValueError(f"budgets must be positive integers, got {budgets}")
+    if any(later <= earlier for earlier, later in zip(budgets, budgets[1:])):
+        raise ValueError(f"budgets must be strictly increasing, got {budgets}")
+    return budgets
+
+
+def parse_budgets(text: str) -> list[int]:
+    """'256,512,1024' -> [256, 512, 1024], checked."""
+    try:
+        budgets = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"budgets must be comma-separated integers such as 256,512,1024, got {text!r}") from None
+    return check_budgets(budgets)
+
+
+def check_tau(tau: float) -> float:
+    if not 0.0 <= tau <= 1.0:
+        raise ValueError(f"tau must be in [0, 1], got {tau}")
+    return float(tau)
+
+
+def check_waves(wave: int, min_n: int, max_n: int) -> None:
+    for name, value in (("wave", wave), ("min_n", min_n), ("max_n", max_n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if max_n < min_n:
+        raise ValueError(f"max_n must be >= min_n, got max_n={max_n}, min_n={min_n}")
+
+
+def strategy_keys(engine) -> list[str]:
+    """Every strategy key the engine's records carry (the choices of `confidence_from`)."""
+    kinds = ["likelihood"] + (list(engine.verifier.kinds) if engine.verifier is not None else [])
+    return ["majority"] + [f"{s}:{kind}" for kind in kinds for s in STRATEGIES if s != "majority"]
+
+
+def confidence_key(engine, confidence_from: str | None) -> str:
+    """The strategy whose vote confidence is compared with tau: the given one, else the headline."""
+    if confidence_from is None:
+        return f"weighted:verifier_{engine.score_norm}" if engine.verifier is not None else "majority"
+    keys = strategy_keys(engine)
+    if confidence_from not in keys:
+        raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
+    return confidence_from
+
+
+def derive_seed(seed: int | None, stream: str, index: int, rank: int = 0) -> int | None:
+    """The seed of round/wave `index` (and duplicate `rank`): the run seed itself for index 0 and rank 0,
+    so a first round draws the same samples as a fixed run; a distinct deterministic seed otherwise."""
+    if seed is None:
+        return None
+    if index == 0 and rank == 0:
+        return seed
+    digest = hashlib.blake2b(f"{seed}\x00{stream}\x00{index}\x00{rank}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+# --- continuation of samples -------------------------------------------------------------------------------
+def join_continuation(old: Sample, new: Sample, stop: Sequence[str] = ()) -> Sample:
+    """`old` extended by `new`: text, token ids and log-probs concatenated, the new finish reason.
+
+    A stop string that straddles the join (begun in `old`, completed in `new`) ends the text there."""
+    text, reason = old.text + new.text, new.finish_reason
+    cuts = [text.find(s, max(0, len(old.text) - len(s) + 1)) for s in stop]
+    cuts = [c for c in cuts if c >= 0]
+    if cuts:
+        text, reason = text[:min(cuts)], "stop"
+    return Sample(text=text, token_ids=list(old.token_ids) + list(new.token_ids), finish_reason=reason,
+                  logprobs=list(old.logprobs) + list(new.logprobs), num_prompt_tokens=old.num_prompt_tokens)
+
+
+def can_continue(sample: Sample, budget: int, max_model_len: int) -> bool:
+    """Stopped on the length limit, below `budget`, with room left in the model's context."""
+    return (sample.finish_reason == "length" and sample.num_tokens < budget
+            and sample.num_prompt_tokens + sample.num_tokens < max_model_len)
+
+
+@dataclass
+class _Request:
+    """One sample to continue: where it lives and what to send."""
+
+    row: int
+    column: int
+    prompt: str
+    max_new_tokens: int
+    rank: int
+    """How many earlier requests of the same row send this exact prompt (they get distinct seeds)."""
+
+
+def continue_samples(backend, prompts: Sequence[str], samples: Sequence[Sequence[Sample]], *, budget: int,
+                     params: SamplingParams, round_index: int) -> list[list[Sample]]:
+    """Continue every sample of `samples` `# (P, N)` that can (see `can_continue`) up to `budget` tokens.
+
+    Each is sent as prompt + its text with n=1 and max_new_tokens = budget - its tokens; requests that share
+    max_new_tokens go in one generate call (normally all of them). The seed comes from `params.seed` and
+    `round_index`. A sample whose prompt no longer fits the context is kept as it is."""
+    requests = _plan(backend, prompts, samples, budget)
+    result = [list(row) for row in samples]
+    groups: dict[tuple[int, int], list[_Request]] = defaultdict(list)
+    for request in requests:
+        groups[(request.max_new_tokens, request.rank)].append(request)
+    for (max_new_tokens, rank), group in sorted(groups.items()):
+        step = replace(params, n=1, max_new_tokens=max_new_tokens,
+                       seed=derive_seed(params.seed, "continue", round_index, rank))
+        for request, new in zip(group, _generate_or_skip(backend, [r.prompt for r in group], step)):
+            if new is not None:
+                old = result[request.row][request.column]
+                result[request.row][request.column] = join_continuation(old, new, params.stop)
+    return result
+
+
+def _plan(backend, prompts, samples, budget) -> list[_Request]:
+    requests = []
+    for row, (prompt, row_samples) in enumerate(zip(prompts, samples)):
+        seen: Counter[str] = Counter()
+        for column, sample in enumerate(row_samples):
+            if can_continue(sample, budget, backend.max_model_len):
+                requests.append(_Request(row, column, prompt + sample.text, budget - sample.num_tokens,
+                                         seen[sample.text]))
+                seen[sample.text] += 1
+    return requests
+
+
+def _generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> list[Sample | None]:
+    """One sample per prompt; a prompt too long for the context gets None instead of failing the batch."""
+    keep = list(range(len(prompts)))
+    while keep:
+        try:
+            rows = backend.generate([prompts[i] for i in keep], params)
+        except PromptTooLongError as err:
+            log.warning("not continuing a sample: %s", err)
+            keep.pop(err.index)
+            continue
+        out: list[Sample | None] = [None] * len(prompts)
+        for i, row in zip(keep, rows):
+            out[i] = row[0]
+        return out
+    return [None] * len(prompts)
+
+
+# --- the shared run machinery ------------------------------------------------------------------------------
+class _Run:
+    """Resume from, write to and order the records of one run (like Engine.solve)."""
+
+    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, desc: str):
+        from tqdm.auto import tqdm
+
+        self.writer = ResultsWriter(out) if out is not None else None
+        self.done = dict(self.writer.existing) if self.writer else {}
+        self.todo = [p for p in problems if p.id not in self.done]
+        if self.done:
+            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo),
+                     len(problems))
+        self.bar = tqdm(total=len(problems), initial=len(problems) - len(self.todo), desc=desc, unit="problem",
+                        disable=not progress)
+
+    def finish(self, record: dict[str, Any]) -> None:
+        self.done[record["id"]] = record
+        if self.writer:
+            self.writer.write(record)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.writer:
+            self.writer.close()
+
+    def records(self, problems: Sequence[Problem]) -> list[dict[str, Any]]:
+        return [self.done[p.id] for p in problems if p.id in self.done]
+
+
+class _CachedVerifier:
+    """The engine's verifier, scoring each (problem, prompt, solution) once across rounds."""
+
+    def __init__(self, verifier):
+        self.inner, self.name, self.kinds = verifier, verifier.name, verifier.kinds
+        self.cache: dict[tuple[str, str, str], Any] = {}
+
+    def score(self, questions, prompts, outputs):
+        missing: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for q, p, outs in zip(questions, prompts, outputs):
+            for o in dict.fromkeys(outs):
+                if (q, p, o) not in self.cache:
+                    missing[(q, p)].append(o)
+        if missing:
+            keys = list(missing)
+            scored = self.inner.score([q for q, _ in keys], [p for _, p in keys], [missing[k] for k in keys])
+            for key, row in zip(keys, scored):
+                for o, s in zip(missing[key], row):
+                    self.cache[(*key, o)] = s
+        return [[self.cache[(q, p, o)] for o in outs] for q, p, outs in zip(questions, prompts, outputs)]
+
+
+@contextmanager
+def _verifier_cache(engine) -> Iterator[None]:
+    """Unchanged samples keep their verifier scores between rounds instead of being scored again."""
+    original = engine.verifier
+    if original is not None:
+        engine.verifier = _CachedVerifier(original)
+    try:
+        yield
+    finally:
+        engine.verifier = original
+
+
+@dataclass
+class _Track:
+    """What one open problem has spent and seen so far."""
+
+    confidences: list[float] = field(default_factory=list)
+    verifier_tokens: int = 0
+    scored_texts: set[str] = field(default_factory=set)
+
+    def observe(self, record: dict[str, Any], key: str) -> float:
+        confidence = record["strategies"][key]["confidence"]
+        self.confidences.append(confidence)
+        for sample in record["samples"]:
+            if sample["text"] not in self.scored_texts:
+                self.scored_texts.add(sample["text"])
+                self.verifier_tokens += sample["verifier_tokens"]
+        return confidence
+
+
+def _chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _generate(engine, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
+    try:
+        return engine.backend.generate(prompts, params)  # (P, n)
+    except PromptTooLongError as err:
+        raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+
+
+def _run_block(engine, params: SamplingParams, settings: dict[str, Any]) -> dict[str, Any]:
+    return {**engine.run_info(params), "adaptive": settings}
+
+
+# --- adaptive length ---------------------------------------------------------------------------------------
+def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
+                          budgets: Sequence[int] = (256, 512, 1024, 2048), tau: float = 0.6,
+                          confidence_from: str | None = None, temperature: float = 1.0, top_p: float = 1.0,
+                          seed: int | None = 0, out: str | Path | None = None,
+                          progress: bool = True) -> list[dict[str, Any]]:
+    """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget.
+
+    Returns records in input order (problems already in `out` are read back, not generated)."""
+    budgets, tau = check_budgets(budgets), check_tau(tau)
+    key = confidence_key(engine, confidence_from)
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=budgets[0], seed=seed,
+                            stop=list(engine.prompt_config.stop))
+    settings = {"strategy": "adaptive-length", "budgets": budgets, "tau": tau, "confidence_from": key}
+    run_block = _run_block(engine, replace(params, max_new_tokens=budgets[-1]), settings)
+    run = _Run(problems, out, progress, "adaptive length")
+    try:
+        with _verifier_cache(engine):
+            for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // n)):
+                for record in _length_rounds(engine, chunk, params, budgets, tau, key):
+                    record["run"] = run_block
+                    run.finish(record)
+    finally:
+        run.close()
+    return run.records(problems)
+
+
+def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict[str, Any]]:
+    """Rounds over one chunk of problems; yields each record as its problem finishes."""
+    prompts = engine.prompts(problems)
+    samples = _generate(engine, problems, prompts, params)  # (P, N)
+    tracks = [_Track() for _ in problems]
+    open_rows = list(range(len(problems)))
+    for round_index, budget in enumerate(budgets):
+        if round_index > 0:
+            continued = continue_samples(engine.backend, [prompts[i] for i in open_rows],
+                                         [samples[i] for i in open_rows], budget=budget, params=params,
+                                         round_index=round_index)
+            for i, row in zip(open_rows, continued):
+                samples[i] = row
+        records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
+                                       [samples[i] for i in open_rows], params)
+        still_open = []
+        for i, record in zip(open_rows, records):
+            confidence = tracks[i].observe(record, key)
+            next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
+            reason = ("confident" if confidence >= tau else "last_budget" if next_budget is None else
+                      None if any(can_continue(s, next_budget, engine.backend.max_model_len) for s in samples[i])
+                      else "all_finished")
+            if reason is None:
+                still_open.append(i)
+                continue
+            record["adaptive"] = {
+                "strategy": "adaptive-length", "confidence_from": key, "tau": tau, "confidence": confidence,
+                "stopped_because": reason, "rounds": round_index + 1, "budget_reached": budget,
+                "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
+                "verifier_tokens_spent": tracks[i].verifier_tokens,
+            }
+            yield record
+        open_rows = still_open
+        if not open_rows:
+            return
+
+
+# --- adaptive N --------------------------------------------------------------------------------------------
+def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_n: int = 64, min_n: int = 4,
+                     tau: float = 0.8, confidence_from: str | None = None, temperature: float = 1.0,
+                     top_p: float = 1.0, max_new_tokens: int = 256, seed: int | None = 0,
+                     out: str | Path | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n.
+
+    Returns records in input order (problems already in `out` are read back, not generated)."""
+    check_waves(wave, min_n, max_n)
+    tau = check_tau(tau)
+    key = confidence_key(engine, confidence_from)
+    params = SamplingParams(n=max_n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                            seed=seed, stop=list(engine.prompt_config.stop))
+    settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, "tau": tau,
+                "confidence_from": key}
+    run_block = _run_block(engine, params, settings)
+    run = _Run(problems, out, progress, "adaptive N")
+    try:
+        with _verifier_cache(engine):
+            for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // wave)):
+                for record in _waves(engine, chunk, params, wave, min_n, tau, key):
+                    record["run"] = run_block
+                    run.finish(record)
+    finally:
+        run.close()
+    return run.records(problems)
+
+
+def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str, Any]]:
+    """Waves over one chunk of problems; yields each record as its problem finishes."""
+    max_n = params.n
+    prompts = engine.prompts(problems)
+    samples: list[list[Sample]] = [[] for _ in problems]  # (P, n so far)
+    tracks = [_Track() for _ in problems]
+    open_rows = list(range(len(problems)))
+    wave_index = 0
+    while open_rows:
+        size = min(wave, max_n - len(samples[open_rows[0]]))  # every open problem has as many samples
+        step = replace(params, n=size, seed=derive_seed(params.seed, "wave", wave_index))
+        new = _generate(engine, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
+        for i, row in zip(open_rows, new):
+            samples[i].extend(row)
+        records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
+                                       [samples[i] for i in open_rows], params)
+        wave_index += 1
+        still_open = []
+        for i, record in zip(open_rows, records):
+            confidence, used = tracks[i].observe(record, key), len(samples[i])
+            reason = ("confident" if used >= min_n and confidence >= tau else "max_n" if used >= max_n else None)
+            if reason is None:
+                still_open.append(i)
+                continue
+            record["adaptive"] = {
+                "strategy": "adaptive-n", "confidence_from": key, "tau": tau, "confidence": confidence,
+                "stopped_because": reason, "n_used": used, "waves": wave_index,
+                "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
+                "verifier_tokens_spent": tracks[i].verifier_tokens,
+            }
+            yield record
+        open_rows = still_open
+
+
+# --- summary -----------------------------------------------------------------------------------------------
+def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> str:
+    """One line on what the adaptive run spent: budgets / N reached and why problems stopped."""
+    blocks = [r["adaptive"] for r in records if "adaptive" in r]
+    if not blocks:
+        return "no adaptive records"
+    reasons = Counter(b["stopped_because"] for b in blocks)
+    spent = sum(b["tokens_spent"] for b in blocks) / len(blocks)
+    if blocks[0]["strategy"] == "adaptive-length":
+        reached = Counter(b["budget_reached"] for b in blocks)
+        where = "budget reached: " + ", ".join(f"{k}: {v}" for k, v in sorted(reached.items()))
+    else:
+        where = f"mean N used: {sum(b['n_used'] for b in blocks) / len(blocks):.1f}"
+    why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+    return f"{blocks[0]['strategy']} ({blocks[0]['confidence_from']}, tau={blocks[0]['tau']}): {where}; " \
+           f"stopped: {why}; generated tokens / problem: {spent:.1f}"
