@@ -6,7 +6,9 @@ timeouts) are retried with exponential backoff; 401/403 (API key) and 404 (model
 that says how to fix them. Only the standard library is used (urllib).
 
 Records. Token ids come from the server when it returns them (vLLM's `return_token_ids` extension), else from
-a local tokenizer (`tokenizer=PATH`), else from the server's `/tokenize` endpoint (vLLM). Token log-probs are
+a local tokenizer (`tokenizer=PATH`, or the environment variable TTS_OPENAI_TOKENIZER, or `model` itself when
+it is a local checkpoint), else from the server's `/tokenize` endpoint (vLLM). Chat templates need the local
+tokenizer: without one, prompts use the plain template. Token log-probs are
 the server's `token_logprobs`: vLLM serves raw (temperature 1) log-probs unless started with another
 `--logprobs-mode`.
 
@@ -252,7 +254,8 @@ class OpenAIBackend:
                                  max_backoff=max_backoff)
         self.max_concurrency = max_concurrency
         self.vllm_extensions = vllm_extensions
-        tokenizer = tokenizer or (self.model if (Path(self.model) / "config.json").is_file() else None)
+        tokenizer = tokenizer or os.environ.get("TTS_OPENAI_TOKENIZER") or \
+            (self.model if (Path(self.model) / "config.json").is_file() else None)
         self.tokenizer_path = tokenizer
         self.tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
         self._max_model_len = max_model_len

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# GPU check of the vllm backend on a CUDA machine that has torch: installs vLLM if it is missing (nothing
+# else), installs this project without dependencies, then runs scripts/gpu_check.py.
+#
+#   bash scripts/gpu_check.sh [CHECKPOINT_DIR] [gpu_check.py options]
+#
+# CHECKPOINT_DIR defaults to the embedded default model (tts_engine/assets/default_model). It prints the
+# largest |vllm - hf| of the verifier's log-probs and scores (fails above --tolerance) and the generated
+# tokens/s of the engine's vllm backend beside raw LLM.generate on the same requests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    echo "no CUDA device visible to torch: run this on a GPU machine" >&2
+    exit 2
+fi
+python -c "import vllm" 2>/dev/null || python -m pip install vllm
+python -c "import tts_engine.kernels" 2>/dev/null || python -m pip install --no-deps --no-build-isolation -e .
+
+args=()
+if [[ $# -gt 0 && "$1" != -* ]]; then
+    args+=(--model "$1")
+    shift
+fi
+exec python scripts/gpu_check.py ${args[@]+"${args[@]}"} "$@"
