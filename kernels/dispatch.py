@@ -6,9 +6,11 @@ Backends:
 - "auto": Triton when torch sees a CUDA device, every tensor is on CUDA and triton imports; the torch
   reference otherwise.
 - "triton": the kernel, always. Off a GPU this works only under the Triton interpreter: set the
-  environment variable TRITON_INTERPRET=1 before the kernel call. Triton decides interpreter-or-compiler
-  when a @triton.jit function is defined, so each op defines its kernels on first use, once per
-  interpreter setting (a process may switch the variable between calls, as the tests do).
+  environment variable TRITON_INTERPRET=1 before triton is first imported in the process (in the shell,
+  or at the top of a test module before any import that may import triton). Triton decides
+  interpreter-or-compiler when a @triton.jit function is defined, its own library included, so each op
+  defines its kernels on first use, and a kernel call in a process whose triton was imported in the
+  other mode raises a RuntimeError that says so.
 - "torch": the reference, always.
 """
 
@@ -44,6 +46,25 @@ def triton_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def require_triton_mode(interpret: bool) -> None:
+    """RuntimeError unless triton's own @jit library was defined in the mode this call needs."""
+    _, tl = load_triton()
+    from triton.runtime.interpreter import InterpretedFunction
+
+    imported_interpreted = isinstance(tl.zeros, InterpretedFunction)
+    if imported_interpreted == interpret:
+        return
+    if interpret:
+        raise RuntimeError(
+            "TRITON_INTERPRET=1 was set after triton was imported in this process; Triton fixes "
+            "interpreter-or-compiler at import: set it before the first `import triton` (or use backend='torch')"
+        )
+    raise RuntimeError(
+        "triton was imported with TRITON_INTERPRET=1 and the variable is now unset; "
+        "kernels in this process can run only in the interpreter: set TRITON_INTERPRET=1 again"
+    )
 
 
 def interpreter_enabled() -> bool:

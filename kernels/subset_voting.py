@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .dispatch import interpreter_enabled, load_triton, next_power_of_2, resolve_backend
+from .dispatch import (
+    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_backend,
+)
 from .subset_voting_reference import quantize_scores, subset_vote_reference
 
 STRATEGIES = ("majority", "weighted", "best_of_n")
@@ -40,6 +42,7 @@ class SubsetVotes:
 @functools.cache
 def _build_kernel(interpret: bool):
     """Define the @triton.jit kernel on first use (once per interpreter setting; see dispatch.py)."""
+    require_triton_mode(interpret)
     triton, tl = load_triton()
 
     @triton.jit
@@ -56,10 +59,10 @@ def _build_kernel(interpret: bool):
         # 1. the subset's samples: given indices, or the positions where the mask is set
         if IS_MASK:
             member = inside & (tl.load(member_ptrs, mask=inside, other=0) != 0)
-            sample = tl.zeros((BLOCK_R, BLOCK_M), tl.int64) + cols[None, :]
+            sample = tl.zeros((BLOCK_R, BLOCK_M), tl.int32) + cols[None, :]
         else:
             member = inside
-            sample = tl.load(member_ptrs, mask=inside, other=0)
+            sample = tl.load(member_ptrs, mask=inside, other=0).to(tl.int32)  # indices < N < 2**31
         # 2. their classes and scores; non-members and class -1 do not vote
         at = p * n_samples + sample
         cls = tl.load(cls_ptr + at, mask=member, other=-1)
@@ -73,11 +76,11 @@ def _build_kernel(interpret: bool):
         # 4. one pass per class id of this problem, keeping the running winners
         maj = tl.full((BLOCK_R,), -1, tl.int32)
         maj_count = tl.zeros((BLOCK_R,), tl.int32)
-        maj_first = tl.zeros((BLOCK_R,), tl.int64) + n_samples
+        maj_first = tl.zeros((BLOCK_R,), tl.int32) + n_samples
         wtd = tl.full((BLOCK_R,), -1, tl.int32)
         wtd_total = tl.full((BLOCK_R,), -1, tl.int64)
         wtd_count = tl.zeros((BLOCK_R,), tl.int32)
-        wtd_first = tl.zeros((BLOCK_R,), tl.int64) + n_samples
+        wtd_first = tl.zeros((BLOCK_R,), tl.int32) + n_samples
         for c in range(0, tl.load(num_cls_ptr + p)):
             in_c = voting & (cls == c)
             count = tl.sum(in_c.to(tl.int32), axis=1)
@@ -105,18 +108,20 @@ def _build_kernel(interpret: bool):
     return triton, subset_vote_kernel
 
 
-def vote_tiles(width: int, interpret: bool) -> tuple[int, int, int]:
+def vote_tiles(repeats: int, width: int, interpret: bool) -> tuple[int, int, int]:
     """(BLOCK_R, BLOCK_M, num_warps).
 
-    GPU: BLOCK_R x BLOCK_M = 4096 members per program with 4 warps; not yet timed on a GPU (none was
-    available when written). Interpreter: per-op cost dominates, so 2**16 members per program; measured
-    here (2 CPU cores) P=8, R=512, N=64, k=32, 8 classes: 0.4-0.5 s with BLOCK_R = 512..2048, 1.2 s with
-    128, 6.2 s with 32.
+    GPU: 2048 members (BLOCK_R x BLOCK_M) per program with 8 warps. Not yet timed on a GPU (none was
+    available when written); chosen by compiling for sm_90 (kernels/aot.py) and reading register use:
+    at BLOCK_M = 16/64/256, 2048 members with 8 warps spill 0 B; 4096 members spill up to 664 B with
+    4 warps and 168 B with 8; 2048 with 4 warps spills 168 B at BLOCK_M = 64.
+    Interpreter: per-op cost dominates, so 2**16 members per program; measured here (2 CPU cores)
+    P=8, R=512, N=64, k=32, 8 classes: 0.4-0.5 s with BLOCK_R = 512..2048, 1.2 s with 128, 6.2 s with 32.
     """
     block_m = max(16, next_power_of_2(width))
-    members = (1 << 16) if interpret else 4096
-    block_r = max(1, members // block_m)
-    return block_r, block_m, 4
+    members = (1 << 16) if interpret else 2048
+    block_r = max(1, min(members // block_m, next_power_of_2(repeats)))
+    return block_r, block_m, (1 if interpret else 8)
 
 
 def subset_vote_triton(
@@ -132,7 +137,7 @@ def subset_vote_triton(
     outs = [torch.full((problems, repeats), -1, dtype=torch.long, device=subsets.device) for _ in range(3)]
     if problems == 0 or repeats == 0 or width == 0:
         return tuple(outs)
-    block_r, block_m, num_warps = vote_tiles(width, interpret)
+    block_r, block_m, num_warps = vote_tiles(repeats, width, interpret)
     kernel[(problems, triton.cdiv(repeats, block_r))](
         class_ids.to(torch.int32).contiguous(), scores.float().contiguous(),
         quantize_scores(scores).contiguous(), members, num_cls, *outs,

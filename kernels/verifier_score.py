@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .dispatch import interpreter_enabled, load_triton, next_power_of_2, resolve_backend
+from .dispatch import (
+    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_backend,
+)
 from .verifier_score_reference import verifier_score_reference
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -71,6 +73,7 @@ def interpreter_tiles(batch: int, dim: int, vocab: int) -> ScoreTiles:
 @functools.cache
 def _build_kernel(interpret: bool):
     """Define the @triton.jit kernel on first use (once per interpreter setting; see dispatch.py)."""
+    require_triton_mode(interpret)
     triton, tl = load_triton()
 
     @triton.jit
