@@ -21,7 +21,7 @@ from .results import read_results
 
 log = logging.getLogger(__name__)
 
-TTS_COMMAND = (sys.executable, "-c", "from tts_engine.cli import main; main()")
+TTS_COMMAND = (sys.executable, "-c", "from tts_engine.cli import main; main(prog_name=\"tts\")")
 """How a worker runs `tts`: the same Python as the launcher, so the same installation."""
 
 
