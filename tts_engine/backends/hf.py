@@ -173,6 +173,7 @@ class HFBackend:
                 hidden[i] = h
         return torch.stack(hidden)  # (B, D)
 
+    @torch.inference_mode()
     def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
         """log P(Yes), log P(No) at each prompt's next position, via the fused verifier score op."""
         from ..kernels import fused_verifier_score
