@@ -24,15 +24,15 @@ class SFTConfig:
 
     out_dir: str = "runs/sft"
     """Where checkpoints (HF format + training state) are written; an existing one is resumed."""
-    steps: int = 1500
+    steps: int = 350
     """Optimizer steps."""
-    batch_size: int = 64
+    batch_size: int = 32
     """Problems per step."""
-    lr: float = 2e-3
+    lr: float = 3e-3
     """Peak learning rate (AdamW)."""
     weight_decay: float = 0.01
     """AdamW weight decay."""
-    warmup_steps: int = 50
+    warmup_steps: int = 20
     """Linear warm-up before the cosine decay."""
     grad_clip: float = 1.0
     """Gradient-norm clip."""
@@ -40,11 +40,11 @@ class SFTConfig:
     """Seed of the training problem stream (the bundled evaluation set is excluded from it)."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
-    model: TinyModelConfig = field(default_factory=TinyModelConfig)
+    model: TinyModelConfig = field(default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256))
     """Model size (used only when starting from scratch)."""
-    eval_every: int = 250
+    eval_every: int = 70
     """Steps between pass@1 checks on the dev set (and checkpoints)."""
-    threads: int = 1
+    threads: int = 2
     """torch CPU threads."""
 
 

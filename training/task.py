@@ -8,8 +8,9 @@ A problem is "Compute left to right: 28*4-18+80." and its solution writes every 
     \\boxed{174}
 
 Operations are evaluated left to right (the problem says so), one per line. Levels add operations and widen
-the operands: level L has L + 1 operations. Values stay in [0, 999] (subtractions never go below zero,
-multiplications only when the product stays under 1000), so every answer is a non-negative integer and the
+the numbers: level L has L + 1 operations; operands and start values go up to 30 (levels 1-3) or 99 (4-5);
+running values stay under 100 (levels 1-2), 200 (level 3) or 1000 (levels 4-5). Subtractions never go below
+zero and multiplications (by 2-9) never pass the cap, so every answer is a non-negative integer and the
 engine's answer extraction and equivalence classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
@@ -59,24 +60,32 @@ def num_operations(level: int) -> int:
 
 
 def _operand_limit(level: int) -> int:
-    """Largest +/- operand: two digits up to level 3, then up to 199."""
-    return 99 if level <= 3 else 199
+    """Largest +/- operand and starting value: 30 up to level 3, then 99."""
+    return 30 if level <= 3 else 99
+
+
+def _max_value(level: int) -> int:
+    """Largest running value: 99 at levels 1-2, 199 at level 3, 999 above."""
+    return 99 if level <= 2 else 199 if level == 3 else MAX_VALUE
 
 
 def _next_op(rng: random.Random, value: int, level: int) -> tuple[str, int]:
     """One operation that keeps the running value in [0, MAX_VALUE]."""
+    top = _max_value(level)
     choices = ["+", "-"]
-    if 0 < value * 2 <= MAX_VALUE:
+    if 0 < value * 2 <= top:
         choices.append("*")
     op = rng.choice(choices)
     if op == "*":
-        return op, rng.randint(2, min(9, MAX_VALUE // value))
+        return op, rng.randint(2, min(9, top // value))
+    if op == "+" and value >= top:
+        op = "-"
     if op == "-":
         if value == 0:
             op = "+"
         else:
             return op, rng.randint(1, min(value, _operand_limit(level)))
-    return op, rng.randint(1, min(_operand_limit(level), MAX_VALUE - value) or 1)
+    return op, rng.randint(1, min(_operand_limit(level), top - value))
 
 
 def _apply(value: int, op: str, operand: int) -> int:
@@ -86,7 +95,7 @@ def _apply(value: int, op: str, operand: int) -> int:
 def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Problem:
     """One problem of `level` drawn from `rng`, with its reference solution."""
     steps = num_operations(level)
-    value = start = rng.randint(2, 99)
+    value = start = rng.randint(2, _operand_limit(level))
     expression, lines = str(start), []
     for _ in range(steps):
         op, operand = _next_op(rng, value, level)

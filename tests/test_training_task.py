@@ -1,0 +1,65 @@
+import json
+import random
+
+import pytest
+
+from tts_engine.training.grading import answer_key, last_boxed, reward
+from tts_engine.training.task import (EVAL_PER_LEVEL, EVAL_SEED, LEVELS, ProblemStream, bundled_problems_path,
+                                      make_problem, make_problem_set)
+
+
+def test_problem_set_is_deterministic_per_seed():
+    a = make_problem_set(5, LEVELS, 6)
+    b = make_problem_set(5, LEVELS, 6)
+    c = make_problem_set(6, LEVELS, 6)
+    assert a == b
+    assert [p.problem for p in a] != [p.problem for p in c]
+    assert [p.level for p in a] == [lvl for lvl in LEVELS for _ in range(6)]
+    assert len({p.id for p in a}) == len(a)
+
+
+def _apply(value, op, operand):
+    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_solutions_are_correct_step_by_step_and_grade_correct(level):
+    rng = random.Random(level)
+    for _ in range(50):
+        p = make_problem(rng, level)
+        lines = p.solution.split("\n")
+        assert len(lines) == level + 2  # level + 1 steps and the boxed answer
+        assert lines[-1] == f"\\boxed{{{p.answer}}}"
+        expression = p.problem.removeprefix("Compute left to right: ").removesuffix(".")
+        value = None
+        for line in lines[:-1]:
+            left, result = line.split("=")
+            op = next(ch for ch in left[1:] if ch in "+-*")
+            a, b = left.split(op, 1) if op != "-" else left.rsplit("-", 1)
+            assert value is None or int(a) == value
+            assert _apply(int(a), op, int(b)) == int(result)
+            value = int(result)
+        assert str(value) == p.answer and 0 <= value <= 999
+        assert expression.startswith(lines[0].split("=")[0])
+        assert reward(p.solution, p.answer) == 1.0
+        assert reward(p.solution.replace(f"{{{p.answer}}}", f"{{{int(p.answer) + 1}}}"), p.answer) == 0.0
+
+
+def test_stream_excludes_held_out_problems():
+    first = ProblemStream(3).batch(20)
+    stream = ProblemStream(3, exclude={first[0].problem})
+    assert first[0].problem not in {p.problem for p in stream.batch(20)}
+
+
+def test_bundled_set_is_the_documented_command_output():
+    records = [json.loads(line) for line in bundled_problems_path().read_text().splitlines()]
+    expected = [p.to_record() for p in make_problem_set(EVAL_SEED, LEVELS, EVAL_PER_LEVEL)]
+    assert records == expected
+    assert set(records[0]) == {"id", "problem", "answer", "level"}
+
+
+def test_answer_helpers():
+    assert last_boxed("a \\boxed{3} then \\boxed{ 12 }") == "12"
+    assert last_boxed("no answer") is None
+    assert answer_key("012") == "12" and answer_key(None) is None
+    assert reward("12-3=9\n", "9") == 0.0  # no boxed answer: no reward

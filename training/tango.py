@@ -1,0 +1,392 @@
+"""Tango (arXiv 2505.15034): a generator and a process-level generative verifier, co-trained by RL.
+
+Both start from the SFT checkpoint. The verifier is first warmed up by SFT of its output format on the
+generator's rollouts, with verdicts from the rule-based outcome only (tango_rewards.warm_start_target). Then
+generator and verifier RL steps interleave, `ratio` generator steps per verifier step:
+
+- generator step: G rollouts per problem; outcome reward from the rule-based checker; the verifier (greedy)
+  judges every step and its verdicts give step rewards +-1/K on the step-end tokens; the advantage per token
+  is (1 - alpha) x outcome advantage + alpha x process advantage (reward to go), alpha decaying;
+- verifier step: fresh rollouts of the current generator; `verifier_group` verifications of each, sampled;
+  reward = final verdict matches the outcome + format_weight x well-formed; class-balanced; never step labels.
+
+Baselines from the same code and budget: `process_rewards=False` trains the generator by plain GRPO/RLOO
+(outcome only), and `verifier_mode="sft"` trains the verifier by SFT on outcome-labelled targets instead of RL
+(`"frozen"` keeps it as warmed up). Checkpoints: out_dir/generator, out_dir/verifier (both served by the engine,
+with their training state for resuming) and out_dir/verifier_warm (the verifier right after its warm-up).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from tts_engine.backends.hf import HFBackend
+from tts_engine.params import SamplingParams
+from tts_engine.prompts import build_prompt
+from tts_engine.steps import split_steps, step_end_tokens
+from tts_engine.verifiers.process import build_process_prompt, parse_verification
+
+from . import checkpoint as ckpt
+from . import tango_rewards as tr
+from .batching import completion_logprobs, pad_pairs
+from .grading import reward
+from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss
+from .task import ProblemStream, bundled_problems_path, load_problems
+
+VERIFIER_MODES = ("rl", "sft", "frozen")
+
+
+@dataclass
+class TangoConfig:
+    """Tango co-training of a generator and a process verifier from an SFT checkpoint."""
+
+    init_dir: str = "runs/sft"
+    """Checkpoint both models start from (when out_dir holds none yet)."""
+    verifier_init_dir: str | None = None
+    """A different start for the verifier (e.g. another run's verifier_warm); default init_dir."""
+    out_dir: str = "runs/tango"
+    """Where generator/, verifier/, verifier_warm/ and log.jsonl are written; an existing run is resumed."""
+    algorithm: str = "grpo"
+    """"grpo" or "rloo", for both models."""
+    warmup_steps: int = 20
+    """Verifier warm-up (format SFT) steps before RL."""
+    rl_steps: int = 80
+    """Interleaved RL steps after the warm-up (generator and verifier steps together)."""
+    ratio: int = 3
+    """Generator steps per verifier step."""
+    process_rewards: bool = True
+    """Mix the verifier's step rewards into the generator's advantage; False = plain outcome GRPO/RLOO."""
+    verifier_mode: str = "rl"
+    """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
+    alpha_start: float = 0.1
+    """Process-reward weight at the first generator step."""
+    alpha_end: float = 0.001
+    """Process-reward weight at the last generator step (exponential decay in between)."""
+    prompts_per_step: int = 8
+    """Problems per generator step."""
+    group_size: int = 8
+    """G: rollouts per problem."""
+    verifier_problems: int = 8
+    """Problems per verifier step (and warm-up step); `verifier_rollouts` rollouts each are verified."""
+    verifier_rollouts: int = 4
+    """Generator rollouts per problem in a verifier step."""
+    verifier_group: int = 4
+    """Verifications sampled per rollout in a verifier RL step (the group its advantage compares)."""
+    format_weight: float = 0.2
+    """Weight of the verifier's well-formed reward."""
+    clip_eps: float = 0.2
+    """PPO clip range of the probability ratio."""
+    lr: float = 3e-4
+    """Generator learning rate (AdamW, constant after warm-up)."""
+    verifier_lr: float = 3e-4
+    """Verifier learning rate (warm-up SFT and RL)."""
+    temperature: float = 1.0
+    """Sampling temperature of rollouts and of verifier RL samples."""
+    max_new_tokens: int = 96
+    """Longest rollout in tokens."""
+    verifier_max_new_tokens: int = 48
+    """Longest verification in tokens."""
+    seed: int = 3
+    """Seed of the problem streams and samplers."""
+    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
+    """Sampling weight of levels 1..5."""
+    save_every: int = 10
+    """Steps between checkpoints (and at the end)."""
+    threads: int = 1
+    """torch CPU threads."""
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.verifier_mode not in VERIFIER_MODES:
+            raise ValueError(f"verifier_mode must be one of {VERIFIER_MODES}, got {self.verifier_mode!r}")
+        if self.ratio < 1:
+            raise ValueError(f"ratio must be >= 1, got {self.ratio}")
+        if self.group_size < 2 or self.verifier_group < 2:
+            raise ValueError(f"group_size and verifier_group must be >= 2, got {self.group_size}, {self.verifier_group}")
+        if not 0.0 <= self.alpha_end <= self.alpha_start <= 1.0:
+            raise ValueError(f"need 0 <= alpha_end <= alpha_start <= 1, got {self.alpha_start}, {self.alpha_end}")
+
+    @property
+    def total_steps(self) -> int:
+        return self.warmup_steps + self.rl_steps
+
+
+class Role:
+    """One trained model: weights, tokenizer, prompt config, optimizer, backend, and where it is saved."""
+
+    def __init__(self, source: Path, out: Path, lr: float):
+        self.model, self.tokenizer, self.prompt_config = ckpt.load_model(source)
+        self.out = out
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=0.0)
+        self.scheduler = ckpt.cosine_schedule(self.optimizer, 10**9, 5, min_ratio=1.0)  # warm-up, then constant
+        self.backend = HFBackend(self.model, self.tokenizer, device="cpu", max_batch_rows=512)
+        self.pad_id = self.tokenizer.pad_token_id
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def update(self, loss: torch.Tensor, clip: float = 1.0) -> None:
+        self.model.train()
+        self.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        self.optimizer.step()
+        self.scheduler.step()
+
+    def save(self, step: int, config) -> None:
+        ckpt.save_model(self.out, self.model, self.tokenizer, self.prompt_config, config)
+        ckpt.save_state(self.out, self.optimizer, self.scheduler, step)
+
+
+class TangoTrainer:
+    """Holds both roles and the problem streams; `step()` runs the next step of the schedule."""
+
+    def __init__(self, config: TangoConfig):
+        torch.set_num_threads(config.threads)
+        self.config = c = config
+        self.out = Path(c.out_dir)
+        resume = ckpt.has_state(self.out / "generator") and ckpt.has_state(self.out / "verifier")
+        gen_src = self.out / "generator" if resume else Path(c.init_dir)
+        ver_src = self.out / "verifier" if resume else Path(c.verifier_init_dir or c.init_dir)
+        self.gen = Role(gen_src, self.out / "generator", c.lr)
+        self.ver = Role(ver_src, self.out / "verifier", c.verifier_lr)
+        self.step_count = 0
+        if resume:
+            self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
+            ckpt.load_state(self.ver.out, self.ver.optimizer, self.ver.scheduler)
+        held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+        self.gen_stream = ProblemStream(c.seed, level_weights=c.level_weights, exclude=held_out)
+        self.ver_stream = ProblemStream(c.seed + 1, level_weights=c.level_weights, exclude=held_out)
+        done = tr.count_phases(c.total_steps, c.warmup_steps, c.ratio, upto=self.step_count)
+        for _ in range(done["generator"] * c.prompts_per_step):  # replay the streams to where the run stopped
+            self.gen_stream.next()
+        for _ in range((done["warmup"] + done["verifier"]) * c.verifier_problems):
+            self.ver_stream.next()
+        self.generator_steps = tr.count_phases(c.total_steps, c.warmup_steps, c.ratio)["generator"]
+        self.generator_done = done["generator"]
+
+    # --- shared pieces ------------------------------------------------------------------------------------
+    def rollouts(self, problems, n: int):
+        """n rollouts per problem from the current generator: prompts, samples (P lists of n), outcomes (P, n)."""
+        c = self.config
+        prompts = [build_prompt(self.gen.prompt_config, p.problem) for p in problems]
+        params = SamplingParams(n=n, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
+                                seed=c.seed * 1_000_003 + self.step_count, stop=list(self.gen.prompt_config.stop))
+        samples = self.gen.backend.generate(prompts, params)
+        self.gen.model.train()
+        outcomes = torch.tensor([[reward(s.text, p.answer) for s in row] for p, row in zip(problems, samples)])
+        return prompts, samples, outcomes
+
+    def verify_prompts(self, problems, prompts, samples) -> list[str]:
+        return [build_process_prompt(self.ver.prompt_config, p.problem, prompt, s.text, "compact")
+                for p, prompt, row in zip(problems, prompts, samples) for s in row]
+
+    def verify(self, vprompts: list[str], n: int, greedy: bool):
+        """n verifications per prompt from the current verifier (P lists of n Samples)."""
+        c = self.config
+        params = SamplingParams(n=n, temperature=0.0 if greedy else c.temperature,
+                                max_new_tokens=c.verifier_max_new_tokens, seed=c.seed * 7919 + self.step_count)
+        out = self.ver.backend.generate(vprompts, params)
+        self.ver.model.train()
+        return out
+
+    # --- the three kinds of step ---------------------------------------------------------------------------
+    def warmup_step(self) -> dict:
+        """Verifier format SFT on fresh rollouts, targets from the outcome only (also the "sft" verifier step)."""
+        c = self.config
+        problems = self.ver_stream.batch(c.verifier_problems)
+        prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
+        vprompts = self.verify_prompts(problems, prompts, samples)
+        flat = [(s, bool(o >= 0.5)) for row, orow in zip(samples, outcomes.tolist()) for s, o in zip(row, orow)]
+        rng = random.Random(c.seed * 31 + self.step_count)
+        targets = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in flat]
+        weights = torch.tensor(tr.class_weights([ok for _, ok in flat]))
+        loss = weighted_sft_loss(self.ver, vprompts, targets, weights)
+        self.ver.update(loss)
+        return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4)}
+
+    def generator_step(self) -> dict:
+        c = self.config
+        alpha = tr.alpha_at(self.generator_done, self.generator_steps, c.alpha_start, c.alpha_end) \
+            if c.process_rewards else 0.0
+        problems = self.gen_stream.batch(c.prompts_per_step)
+        prompts, samples, outcomes = self.rollouts(problems, c.group_size)  # outcomes (P, G)
+        outcome_adv = advantages(outcomes, c.algorithm)  # (P, G)
+        stats = {"alpha": round(alpha, 5)}
+        process = [[torch.zeros(len(s.token_ids)) for s in row] for row in samples]
+        if c.process_rewards:
+            process, stats_v = self.process_advantages(problems, prompts, samples, outcomes)
+            stats.update(stats_v)
+        rows = [(i, g) for i in range(len(samples)) for g in range(c.group_size)]
+        token_adv = [tr.mix_advantages(outcome_adv[i, g].item(), process[i][g], alpha) for i, g in rows]
+        keep = [k for k, a in enumerate(token_adv) if a.abs().max() > 1e-8 and len(samples[rows[k][0]][rows[k][1]].token_ids)]
+        if keep:
+            prompt_ids = [self.gen.encode(prompts[rows[k][0]]) for k in keep]
+            picked = [samples[rows[k][0]][rows[k][1]] for k in keep]
+            loss = tr.token_policy_loss(self.gen.model, prompt_ids, [s.token_ids for s in picked],
+                                        [s.logprobs for s in picked], [token_adv[k] for k in keep], c.clip_eps,
+                                        self.gen.pad_id) * len(keep) / len(rows)
+            self.gen.update(loss)
+            stats["pg_loss"] = round(loss.item(), 4)
+        self.generator_done += 1
+        lengths = [s.num_tokens for row in samples for s in row]
+        return {"reward": round(outcomes.mean().item(), 4), "mean_len": round(sum(lengths) / len(lengths), 1), **stats}
+
+    def process_advantages(self, problems, prompts, samples, outcomes):
+        """The verifier's greedy verdicts on every rollout -> per-token process advantages, and verdict stats."""
+        c = self.config
+        vsamples = self.verify(self.verify_prompts(problems, prompts, samples), 1, greedy=True)
+        parsed_all, result, k = [], [], 0
+        for row in samples:
+            rewards, ends, lengths = [], [], []
+            for s in row:
+                parsed = parse_verification(vsamples[k][0].text, len(split_steps(s.text)))
+                parsed_all.append(parsed)
+                k += 1
+                texts = [self.gen.tokenizer.decode([t], skip_special_tokens=True) for t in s.token_ids]
+                rewards.append(tr.step_rewards(parsed))
+                ends.append(step_end_tokens(s.text, texts))
+                lengths.append(len(s.token_ids))
+            result.append(tr.process_advantages(rewards, ends, lengths, c.algorithm))
+        labels = outcomes.flatten()
+        # a missing verdict counts as the wrong one
+        finals = torch.tensor([float(p.final) if p.final is not None else 1.0 - y
+                               for p, y in zip(parsed_all, labels.tolist())])
+        stats = {"verifier_acc": round((finals == labels).float().mean().item(), 4),
+                 "verifier_bal_acc": balanced_accuracy(finals, labels),
+                 "verifier_ok_format": round(sum(p.status == "ok" for p in parsed_all) / len(parsed_all), 4)}
+        return result, stats
+
+    def verifier_step(self) -> dict:
+        c = self.config
+        if c.verifier_mode == "frozen":
+            return {"verifier": "frozen"}
+        if c.verifier_mode == "sft":
+            return self.warmup_step()
+        problems = self.ver_stream.batch(c.verifier_problems)
+        prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
+        vprompts = self.verify_prompts(problems, prompts, samples)
+        solutions = [s for row in samples for s in row]
+        truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
+        vsamples = self.verify(vprompts, c.verifier_group, greedy=False)  # (B, V)
+        parsed = [[parse_verification(v.text, len(split_steps(s.text))) for v in row]
+                  for s, row in zip(solutions, vsamples)]
+        rewards = torch.tensor([tr.verifier_rewards(row, [ok] * len(row), c.format_weight)
+                                for row, ok in zip(parsed, truth)])  # (B, V)
+        weights = torch.tensor(tr.class_weights(truth)) * len(truth)  # (B,), mean 1
+        adv = (advantages(rewards, c.algorithm) * weights[:, None]).flatten()  # (B*V,)
+        flat = [(b, v) for b in range(len(vsamples)) for v in range(c.verifier_group)]
+        keep = [k for k in range(len(flat)) if adv[k].abs() > 1e-8]
+        stats = {"verifier_reward": round(rewards.mean().item(), 4),
+                 "verifier_match": round(sum(p.final == ok for row, ok in zip(parsed, truth) for p in row)
+                                         / rewards.numel(), 4)}
+        if keep:
+            loss = policy_loss(self.ver.model, [self.ver.encode(vprompts[flat[k][0]]) for k in keep],
+                               [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep],
+                               [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
+                               adv[keep], c.clip_eps, self.ver.pad_id) * len(keep) / len(flat)
+            self.ver.update(loss)
+            stats["verifier_pg_loss"] = round(loss.item(), 4)
+        return stats
+
+    def step(self) -> dict:
+        c = self.config
+        t0 = time.time()
+        kind = tr.phase(self.step_count, c.warmup_steps, c.ratio)
+        record = {"warmup": self.warmup_step, "generator": self.generator_step,
+                  "verifier": self.verifier_step}[kind]()
+        self.step_count += 1
+        if self.step_count == c.warmup_steps:
+            self.save()
+            shutil.copytree(self.ver.out, self.out / "verifier_warm", dirs_exist_ok=True)
+        return {"step": self.step_count, "phase": kind, **record, "step_s": round(time.time() - t0, 1)}
+
+    def save(self) -> None:
+        self.gen.save(self.step_count, self.config)
+        self.ver.save(self.step_count, self.config)
+
+
+def weighted_sft_loss(role: Role, prompts: list[str], targets: list[str], weights: torch.Tensor) -> torch.Tensor:
+    """Per-example mean next-token cross-entropy of target + end token, weighted `# (B,)` and summed."""
+    prompt_ids = [role.encode(p) for p in prompts]
+    completion_ids = [role.encode(t) + [role.tokenizer.eos_token_id] for t in targets]
+    ids, mask, comp = pad_pairs(prompt_ids, completion_ids, role.pad_id)  # (B, T)
+    logp = completion_logprobs(role.model, ids, mask)  # (B, T)
+    per_example = -(logp * comp).sum(-1) / comp.sum(-1).clamp(min=1)  # (B,)
+    return (per_example * weights).sum()
+
+
+def train_tango(config: TangoConfig, progress: bool = True, log=print) -> Path:
+    """Run (or resume) Tango and return the output directory (generator/ and verifier/ inside)."""
+    from tqdm import tqdm
+
+    trainer = TangoTrainer(config)
+    trainer.out.mkdir(parents=True, exist_ok=True)
+    (trainer.out / "tango_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
+    bar = tqdm(total=config.total_steps, initial=trainer.step_count, disable=not progress, desc="tango",
+               dynamic_ncols=True)
+    while trainer.step_count < config.total_steps:
+        record = trainer.step()
+        bar.update(1)
+        bar.set_postfix(phase=record["phase"][0], reward=record.get("reward"), v=record.get("verifier_bal_acc"))
+        if trainer.step_count % config.save_every == 0 or trainer.step_count == config.total_steps:
+            trainer.save()
+            log(json.dumps(record))
+        with (trainer.out / "log.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+    bar.close()
+    return trainer.out
+
+
+def _tango_command():
+    import click
+
+    defaults = TangoConfig()
+
+    @click.command(name="tango", help="Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint.")
+    @click.option("--init-dir", default=defaults.init_dir, show_default=True, help="SFT checkpoint both start from.")
+    @click.option("--verifier-init-dir", default=None, help="A different start for the verifier.")
+    @click.option("--out-dir", default=defaults.out_dir, show_default=True, help="Run directory (resumed if present).")
+    @click.option("--algorithm", type=click.Choice(ALGORITHMS), default=defaults.algorithm, show_default=True)
+    @click.option("--warmup-steps", type=int, default=defaults.warmup_steps, show_default=True)
+    @click.option("--rl-steps", type=int, default=defaults.rl_steps, show_default=True,
+                  help="Interleaved generator + verifier RL steps after the warm-up.")
+    @click.option("--ratio", type=int, default=defaults.ratio, show_default=True, help="Generator steps per verifier step.")
+    @click.option("--process-rewards/--no-process-rewards", default=True, show_default=True,
+                  help="--no-process-rewards: plain outcome GRPO/RLOO for the generator (baseline).")
+    @click.option("--verifier-mode", type=click.Choice(VERIFIER_MODES), default="rl", show_default=True)
+    @click.option("--alpha-start", type=float, default=defaults.alpha_start, show_default=True)
+    @click.option("--alpha-end", type=float, default=defaults.alpha_end, show_default=True)
+    @click.option("--prompts-per-step", type=int, default=defaults.prompts_per_step, show_default=True)
+    @click.option("--group-size", type=int, default=defaults.group_size, show_default=True)
+    @click.option("--verifier-problems", type=int, default=defaults.verifier_problems, show_default=True)
+    @click.option("--verifier-rollouts", type=int, default=defaults.verifier_rollouts, show_default=True)
+    @click.option("--verifier-group", type=int, default=defaults.verifier_group, show_default=True)
+    @click.option("--format-weight", type=float, default=defaults.format_weight, show_default=True)
+    @click.option("--lr", type=float, default=defaults.lr, show_default=True)
+    @click.option("--verifier-lr", type=float, default=defaults.verifier_lr, show_default=True)
+    @click.option("--seed", type=int, default=defaults.seed, show_default=True)
+    @click.option("--save-every", type=int, default=defaults.save_every, show_default=True)
+    @click.option("--threads", type=int, default=defaults.threads, show_default=True)
+    @click.option("--quiet", is_flag=True, help="No progress bar.")
+    def command(quiet, **options):
+        try:
+            config = TangoConfig(**options)
+        except ValueError as err:
+            raise click.BadParameter(str(err)) from err
+        out = train_tango(config, progress=not quiet)
+        click.echo(f"generator: {out / 'generator'}\nverifier: {out / 'verifier'}")
+
+    return command
+
+
+tango_command = _tango_command()
+"""`tts train tango`: register with the `train` group (training/cli.py)."""
