@@ -225,3 +225,12 @@ def test_resume_generates_only_the_missing_problems(engine, calls, tmp_path, str
     assert [r["id"] for r in records] == [p.id for p in PROBLEMS]
     assert [r["id"] for r in read_results(out)] == [p.id for p in PROBLEMS]
     assert all("adaptive" in r for r in read_results(out))
+
+
+def test_first_round_draws_the_samples_of_a_fixed_run(engine):
+    records = solve_adaptive_length(engine, PROBLEMS[:2], n=3, budgets=[6, 12], tau=0.0, seed=4, progress=False)
+    fixed = engine.solve(PROBLEMS[:2], n=3, max_new_tokens=6, seed=4, progress=False)
+    for record, reference in zip(records, fixed):
+        assert [s["text"] for s in record["samples"]] == [s["text"] for s in reference["samples"]]
+        assert record["strategies"] == reference["strategies"]
+        assert record["time_s"] > 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -184,7 +185,7 @@ def _generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> li
 class _Run:
     """Resume from, write to and order the records of one run (like Engine.solve)."""
 
-    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, desc: str):
+    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, strategy: str):
         from tqdm.auto import tqdm
 
         self.writer = ResultsWriter(out) if out is not None else None
@@ -193,8 +194,12 @@ class _Run:
         if self.done:
             log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo),
                      len(problems))
-        self.bar = tqdm(total=len(problems), initial=len(problems) - len(self.todo), desc=desc, unit="problem",
-                        disable=not progress)
+            other = [i for i, r in self.done.items() if r.get("adaptive", {}).get("strategy") != strategy]
+            if other:
+                log.warning("%s: %d records (e.g. %r) were not written by %s; they are kept as they are", out,
+                            len(other), other[0], strategy)
+        self.bar = tqdm(total=len(problems), initial=len(problems) - len(self.todo), desc=strategy,
+                        unit="problem", disable=not progress)
 
     def finish(self, record: dict[str, Any]) -> None:
         self.done[record["id"]] = record
@@ -252,6 +257,8 @@ class _Track:
     confidences: list[float] = field(default_factory=list)
     verifier_tokens: int = 0
     scored_texts: set[str] = field(default_factory=set)
+    time_s: float = 0.0
+    """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
     def observe(self, record: dict[str, Any], key: str) -> float:
         confidence = record["strategies"][key]["confidence"]
@@ -261,6 +268,19 @@ class _Track:
                 self.scored_texts.add(sample["text"])
                 self.verifier_tokens += sample["verifier_tokens"]
         return confidence
+
+
+class _Clock:
+    """Splits the wall time of each round equally among the problems open in it."""
+
+    def __init__(self):
+        self.last = time.perf_counter()
+
+    def charge(self, tracks: Sequence[_Track], rows: Sequence[int]) -> None:
+        now = time.perf_counter()
+        for i in rows:
+            tracks[i].time_s += (now - self.last) / len(rows)
+        self.last = now
 
 
 def _chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
@@ -294,7 +314,7 @@ def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
                             stop=list(engine.prompt_config.stop))
     settings = {"strategy": "adaptive-length", "budgets": budgets, "tau": tau, "confidence_from": key}
     run_block = _run_block(engine, replace(params, max_new_tokens=budgets[-1]), settings)
-    run = _Run(problems, out, progress, "adaptive length")
+    run = _Run(problems, out, progress, "adaptive-length")
     try:
         with _verifier_cache(engine):
             for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // n)):
@@ -308,7 +328,7 @@ def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
 
 def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict[str, Any]]:
     """Rounds over one chunk of problems; yields each record as its problem finishes."""
-    prompts = engine.prompts(problems)
+    clock, prompts = _Clock(), engine.prompts(problems)
     samples = _generate(engine, problems, prompts, params)  # (P, N)
     tracks = [_Track() for _ in problems]
     open_rows = list(range(len(problems)))
@@ -321,6 +341,7 @@ def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict
                 samples[i] = row
         records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
                                        [samples[i] for i in open_rows], params)
+        clock.charge(tracks, open_rows)
         still_open = []
         for i, record in zip(open_rows, records):
             confidence = tracks[i].observe(record, key)
@@ -337,6 +358,7 @@ def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict
                 "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
             }
+            record["time_s"] = round(tracks[i].time_s, 4)
             yield record
         open_rows = still_open
         if not open_rows:
@@ -359,7 +381,7 @@ def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_
     settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, "tau": tau,
                 "confidence_from": key}
     run_block = _run_block(engine, params, settings)
-    run = _Run(problems, out, progress, "adaptive N")
+    run = _Run(problems, out, progress, "adaptive-n")
     try:
         with _verifier_cache(engine):
             for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // wave)):
@@ -374,7 +396,7 @@ def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_
 def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str, Any]]:
     """Waves over one chunk of problems; yields each record as its problem finishes."""
     max_n = params.n
-    prompts = engine.prompts(problems)
+    clock, prompts = _Clock(), engine.prompts(problems)
     samples: list[list[Sample]] = [[] for _ in problems]  # (P, n so far)
     tracks = [_Track() for _ in problems]
     open_rows = list(range(len(problems)))
@@ -387,6 +409,7 @@ def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str
             samples[i].extend(row)
         records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
                                        [samples[i] for i in open_rows], params)
+        clock.charge(tracks, open_rows)
         wave_index += 1
         still_open = []
         for i, record in zip(open_rows, records):
@@ -401,6 +424,7 @@ def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str
                 "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
             }
+            record["time_s"] = round(tracks[i].time_s, 4)
             yield record
         open_rows = still_open
 
