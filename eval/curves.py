@@ -1,0 +1,160 @@
+"""Compute-vs-accuracy curves of every strategy from one results table: the numbers behind `tts curve`.
+
+For k = 1, 2, 4, ..., N: pass@k (exact, Chen et al.), and majority / weighted / best-of-N accuracy with k
+samples, the expectation over k-subsets of the N samples: exact over every subset when C(N, k) <= R, else
+estimated from R seeded random subsets per problem. Standard errors: `se` is the spread across problems,
+std(per-problem estimates) / sqrt(P), which also holds the subset-sampling noise; `se_subsets` is that
+noise alone, sqrt(sum_p a_p (1 - a_p) / (R - 1)) / P (0 where every subset was used).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .compute import compute_axes
+from .efficiency import efficiency_ratio
+from .pass_at_k import pass_at_k
+from .subsets import SubsetDrawer, is_enumerated, subset_sizes, subsets_per_k
+from .table import ResultsTable
+from .prefix_voting import prefix_vote_accuracy
+from .voting import strategy_names, vote_accuracy_chunked
+
+PASS_AT_K = "pass@k"
+BACKENDS = ("auto", "prefix", "torch", "triton")
+EFFICIENCY_AXES = ("samples", "generated_tokens", "tokens", "flops")
+MAX_GROUP_VALUES = 12
+"""A field with more distinct values than this (ids, free text) gets no per-group breakdown."""
+
+
+def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int = 1000, seed: int = 0,
+                         backend: str = "auto") -> dict[str, np.ndarray]:
+    """Strategy (and pass@k) -> (K, P) accuracy per k and problem.
+
+    backend: "prefix" walks the nested random subsets once on the CPU (prefix_voting.py); "torch" / "triton"
+    vote every subset with tts_engine.kernels.subset_vote; "auto" takes the kernel on a GPU, else "prefix".
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    n, p = table.num_samples, table.num_problems
+    drawer = SubsetDrawer(table.ids, n, num_subsets, seed)
+    rows = np.arange(p)[:, None]
+    right = table.class_correct[rows, np.maximum(table.class_ids, 0)] & (table.class_ids >= 0)  # (P, N)
+    num_correct = right.sum(axis=1)  # (P,)
+    names = [PASS_AT_K] + strategy_names(list(table.scores))
+    out = {name: np.zeros((len(ks), p)) for name in names}
+    use_prefix = backend == "prefix" or (backend == "auto" and not torch.cuda.is_available())
+    sampled = [k for k in ks if not is_enumerated(n, k, num_subsets)]
+    walked: dict[int, dict[str, np.ndarray]] = {}
+    if use_prefix:
+        if sampled:  # one walk along the R random orders: their prefixes give every sampled k
+            walked = prefix_vote_accuracy(table.class_ids, table.class_correct, table.scores,
+                                          *drawer.plan(max(sampled)), sampled)
+        for k in ks:
+            if k not in walked:  # all C(N, k) subsets, each walked to its end
+                walked.update(prefix_vote_accuracy(table.class_ids, table.class_correct, table.scores,
+                                                   *drawer.plan(k), [k]))
+    for i, k in enumerate(ks):
+        out[PASS_AT_K][i] = pass_at_k(num_correct, n, k)
+        votes = walked.get(k)
+        if votes is None:
+            votes = vote_accuracy_chunked(table.class_ids, table.class_correct, table.scores,
+                                          lambda r, k=k: drawer.subsets(k, r), subsets_per_k(n, k, num_subsets), k,
+                                          backend=backend)
+        for name, values in votes.items():
+            out[name][i] = values
+    return out
+
+
+def summarize_rows(values: np.ndarray, num_drawn: list[int], exact: list[bool]) -> dict[str, list[float]]:
+    """Mean accuracy, se across problems, and se of the subset sampling, for (K, P) per-problem values."""
+    p = values.shape[1]
+    mean = values.mean(axis=1)
+    se = values.std(axis=1, ddof=1) / np.sqrt(p) if p > 1 else np.zeros(len(values))
+    noise = [0.0 if ex or r < 2 else float(np.sqrt((row * (1 - row)).sum() / (r - 1)) / p)
+             for row, r, ex in zip(values, num_drawn, exact)]
+    return {"accuracy": mean.tolist(), "se": se.tolist(), "se_subsets": noise}
+
+
+def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 0, backend: str = "auto",
+                   label: str = "results") -> dict[str, Any]:
+    """Every number of the curves of one results table, JSON-ready (see docs/curves.md for the layout)."""
+    notes = list(table.notes)
+    scored = table.select(table.has_reference)
+    if scored.num_problems == 0:
+        raise ValueError(f"{label}: no problem has a reference answer, so no accuracy curve can be drawn")
+    if scored.num_problems < table.num_problems:
+        notes.append(f"{table.num_problems - scored.num_problems} problems without a reference left out")
+    n = scored.num_samples
+    ks = subset_sizes(n)
+    exact = [is_enumerated(n, k, num_subsets) for k in ks]
+    num_drawn = [subsets_per_k(n, k, num_subsets) for k in ks]
+    accuracy = per_problem_accuracy(scored, ks, num_subsets=num_subsets, seed=seed, backend=backend)
+    strategies = {}
+    for name, values in accuracy.items():
+        entry = summarize_rows(values, num_drawn, [True] * len(ks) if name == PASS_AT_K else exact)
+        entry["compute"] = compute_axes(name, ks, scored.num_tokens, scored.verifier_tokens, scored.num_parameters)
+        strategies[name] = entry
+    return {
+        "label": label,
+        "run": table.run,
+        "num_problems": table.num_problems,
+        "num_problems_scored": scored.num_problems,
+        "num_samples": n,
+        "num_subsets": num_subsets,
+        "seed": seed,
+        "k": ks,
+        "exact": exact,
+        "subsets_per_k": num_drawn,
+        "strategies": strategies,
+        "majority_at_n": strategies["majority"]["accuracy"][-1],
+        "efficiency": efficiency_table(strategies),
+        "groups": group_breakdown(scored, accuracy, num_drawn, exact),
+        "problems": [{"id": pid, "fields": fields, "accuracy": {name: values[:, j].tolist()
+                                                               for name, values in accuracy.items()}}
+                     for j, (pid, fields) in enumerate(zip(scored.ids, scored.fields))],
+        "notes": notes,
+    }
+
+
+def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Strategy -> axis -> efficiency ratio against majority@N (pass@k is an oracle and has none)."""
+    majority = strategies["majority"]
+    target = majority["accuracy"][-1]
+    table = {}
+    for name, entry in strategies.items():
+        if name == PASS_AT_K:
+            continue
+        table[name] = {}
+        for axis in EFFICIENCY_AXES:
+            compute, reference = entry["compute"][axis], majority["compute"][axis]
+            if compute is None or reference is None:
+                table[name][axis] = {"reaches_at": None, "ratio": None, "note": "no parameter count in the run"}
+                continue
+            table[name][axis] = efficiency_ratio(compute, entry["accuracy"], target, reference[-1])
+    return table
+
+
+def group_breakdown(table: ResultsTable, accuracy: dict[str, np.ndarray], num_drawn: list[int],
+                    exact: list[bool]) -> dict[str, dict[str, Any]]:
+    """Field -> value -> {num_problems, strategies: name -> accuracy/se per k}, for short categorical fields."""
+    out: dict[str, dict[str, Any]] = {}
+    names = sorted({key for fields in table.fields for key in fields})
+    for field_name in names:
+        values = [fields.get(field_name) for fields in table.fields]
+        distinct = sorted({v for v in values if isinstance(v, (str, int, float, bool))}, key=str)
+        if not 1 < len(distinct) <= MAX_GROUP_VALUES:
+            continue
+        out[field_name] = {}
+        for value in distinct:
+            mask = np.array([v == value for v in values])
+            out[field_name][str(value)] = {
+                "num_problems": int(mask.sum()),
+                "strategies": {name: summarize_rows(per[:, mask], num_drawn,
+                                                    [True] * len(exact) if name == PASS_AT_K else exact)
+                               for name, per in accuracy.items()},
+            }
+    return out
+
