@@ -346,9 +346,7 @@ def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict
         for i, record in zip(open_rows, records):
             confidence = tracks[i].observe(record, key)
             next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
-            reason = ("confident" if confidence >= tau else "last_budget" if next_budget is None else
-                      None if any(can_continue(s, next_budget, engine.backend.max_model_len) for s in samples[i])
-                      else "all_finished")
+            reason = _length_stop(confidence, tau, next_budget, samples[i], engine.backend.max_model_len)
             if reason is None:
                 still_open.append(i)
                 continue
@@ -363,6 +361,18 @@ def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict
         open_rows = still_open
         if not open_rows:
             return
+
+
+def _length_stop(confidence: float, tau: float, next_budget: int | None, samples: Sequence[Sample],
+                 max_model_len: int) -> str | None:
+    """Why a problem stops after this round, or None to continue it to `next_budget`."""
+    if confidence >= tau:
+        return "confident"
+    if next_budget is None:
+        return "last_budget"
+    if not any(can_continue(s, next_budget, max_model_len) for s in samples):
+        return "all_finished"
+    return None
 
 
 # --- adaptive N --------------------------------------------------------------------------------------------
