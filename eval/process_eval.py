@@ -1,0 +1,308 @@
+"""Step-level evaluation of process verifiers, as ProcessBench scores it, and the Tango comparison table.
+
+First-error detection (ProcessBench, arXiv 2412.06559): a verifier names the first wrong step of a solution,
+or says there is none. Accuracy on erroneous solutions = the index it names is the labelled one; accuracy on
+correct solutions = it says "no error"; F1 = their harmonic mean.
+
+Labels: on the arithmetic task every step can be checked by recomputation (`arith_first_error`); on
+ProcessBench (`load_processbench`) they come with the data (label -1 = no error).
+
+The table: `python -m tts_engine.eval.process_eval --generator G --verifier name=DIR ... --out DIR` samples N
+solutions per bundled problem from each generator, scores those of the first with each verifier, and writes
+metrics.json and table.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from tts_engine.steps import split_steps
+
+_PROBLEM = re.compile(r"Compute left to right:\s*(\d+)((?:\s*[-+*]\s*\d+)+)\s*\.?")
+_OPERATION = re.compile(r"([-+*])\s*(\d+)")
+_LINE = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
+_BOXED = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
+NO_ERROR = -1
+
+
+# --- labels ------------------------------------------------------------------------------------------------
+def parse_arith_problem(problem: str) -> tuple[int, list[tuple[str, int]]] | None:
+    """(start, [(op, operand), ...]) of an arithmetic-task problem; None if it is not one."""
+    m = _PROBLEM.search(problem)
+    if m is None:
+        return None
+    return int(m.group(1)), [(op, int(x)) for op, x in _OPERATION.findall(m.group(2))]
+
+
+def _apply(value: int, op: str, operand: int) -> int:
+    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+
+
+def arith_first_error(problem: str, solution: str) -> int | None:
+    """0-based index of the first wrong step of a task solution, NO_ERROR (-1) if none, None if incomplete.
+
+    Step k < L (L operations) is right when it reads "a op b=c" with a the true running value, (op, b) the
+    problem's k-th operation and c = a op b; step L is right when it is \\boxed{true answer}; any further step
+    is wrong. A solution whose steps are all right but too few is incomplete (None): it has no first error.
+    """
+    parsed = parse_arith_problem(problem)
+    if parsed is None:
+        raise ValueError(f"not an arithmetic-task problem: {problem[:60]!r}")
+    value, operations = parsed
+    steps = split_steps(solution)
+    for k, step in enumerate(steps):
+        if k < len(operations):
+            m = _LINE.match(step)
+            op, operand = operations[k]
+            expected = _apply(value, op, operand)
+            if m is None or (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))) != \
+                    (value, op, operand, expected):
+                return k
+            value = expected
+        elif k == len(operations):
+            boxed = _BOXED.fullmatch(step.strip())
+            if boxed is None or boxed.group(1) != str(value):
+                return k
+        else:
+            return k
+    return NO_ERROR if len(steps) == len(operations) + 1 else None
+
+
+def final_answer(text: str) -> str | None:
+    """Content of the last \\boxed{} of a solution, or None."""
+    found = _BOXED.findall(text)
+    return found[-1] if found else None
+
+
+# --- metrics -----------------------------------------------------------------------------------------------
+def first_error_metrics(predicted: Sequence[int | None], labels: Sequence[int]) -> dict[str, Any]:
+    """ProcessBench metrics: accuracy on erroneous / correct solutions and their harmonic mean (F1).
+
+    A prediction of None (nothing readable, or not one verdict per step) counts as wrong.
+    """
+    if len(predicted) != len(labels):
+        raise ValueError(f"predicted and labels must have the same length, got {len(predicted)} and {len(labels)}")
+    err = [p == y for p, y in zip(predicted, labels) if y != NO_ERROR]
+    ok = [p == NO_ERROR for p, y in zip(predicted, labels) if y == NO_ERROR]
+    acc_error = sum(err) / len(err) if err else None
+    acc_correct = sum(ok) / len(ok) if ok else None
+    f1 = None
+    if acc_error is not None and acc_correct is not None:
+        f1 = 0.0 if acc_error + acc_correct == 0 else 2 * acc_error * acc_correct / (acc_error + acc_correct)
+    return {"acc_erroneous": acc_error, "acc_correct": acc_correct, "f1": f1, "num_erroneous": len(err),
+            "num_correct": len(ok), "unreadable": sum(p is None for p in predicted)}
+
+
+def balanced_accuracy(scores: Sequence[float], labels: Sequence[bool], threshold: float = 0.5) -> float | None:
+    """Mean of the true-positive and true-negative rates of score > threshold; None when a class is missing."""
+    pos = [s > threshold for s, y in zip(scores, labels) if y]
+    neg = [s <= threshold for s, y in zip(scores, labels) if not y]
+    if not pos or not neg:
+        return None
+    return 0.5 * (sum(pos) / len(pos) + sum(neg) / len(neg))
+
+
+# --- ProcessBench ------------------------------------------------------------------------------------------
+def load_processbench(path: str | Path) -> list[dict[str, Any]]:
+    """Records of a ProcessBench split (JSON list): problem, steps (list of str), label (int), final_answer_correct."""
+    records = json.loads(Path(path).read_text())
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
+    out = []
+    for i, r in enumerate(records):
+        missing = {"problem", "steps", "label"} - set(r)
+        if missing:
+            raise ValueError(f"{path}: record {i} lacks {sorted(missing)}")
+        out.append({"id": r.get("id", str(i)), "problem": r["problem"], "steps": list(r["steps"]),
+                    "label": int(r["label"]), "final_answer_correct": str(r.get("final_answer_correct")) == "True"})
+    return out
+
+
+def tagged_solution(steps: Sequence[str]) -> str:
+    """Steps joined in <step> tags, so split_steps recovers them even when a step spans lines."""
+    return "\n".join(f"<step>{s}</step>" for s in steps)
+
+
+def score_processbench(verifier, records: Sequence[dict], prompt_for=lambda problem: problem + "\n",
+                       batch_size: int = 64) -> dict[str, Any]:
+    """First-error metrics of a process verifier (its ProcessSampleScore.first_error) on ProcessBench records."""
+    predicted: list[int | None] = []
+    for start in range(0, len(records), batch_size):
+        part = records[start:start + batch_size]
+        scored = verifier.score([r["problem"] for r in part], [prompt_for(r["problem"]) for r in part],
+                                [[tagged_solution(r["steps"])] for r in part])
+        predicted.extend(getattr(row[0], "first_error", None) for row in scored)
+    return first_error_metrics(predicted, [r["label"] for r in records])
+
+
+# --- the table on the bundled task ---------------------------------------------------------------------------
+def sample_solutions(generator_dir: str, problems: list[dict], n: int, max_new_tokens: int = 96, seed: int = 0):
+    """N solutions per problem from a checkpoint (hf backend, temperature 1): prompts and texts `# (P, N)`."""
+    from tts_engine.backends.hf import HFBackend
+    from tts_engine.params import SamplingParams
+    from tts_engine.prompts import PromptConfig, build_prompt
+
+    backend = HFBackend(generator_dir, device="cpu", max_batch_rows=512)
+    config = PromptConfig.load(generator_dir)
+    prompts = [build_prompt(config, p["problem"], backend) for p in problems]
+    samples = backend.generate(prompts, SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new_tokens,
+                                                       seed=seed, stop=list(config.stop)))
+    return prompts, [[s.text for s in row] for row in samples]
+
+
+def correctness(problems: list[dict], texts: list[list[str]]) -> list[list[bool]]:
+    return [[final_answer(t) == p["answer"] for t in row] for p, row in zip(problems, texts)]
+
+
+def generator_metrics(problems, texts) -> dict[str, float]:
+    """pass@1 (mean sample accuracy) and majority-vote accuracy over the N samples."""
+    right = correctness(problems, texts)
+    maj = []
+    for p, row in zip(problems, texts):
+        counts: dict[str, int] = {}
+        for t in row:
+            a = final_answer(t)
+            if a is not None:
+                counts[a] = counts.get(a, 0) + 1
+        maj.append(bool(counts) and max(counts, key=lambda a: counts[a]) == p["answer"])
+    flat = [x for row in right for x in row]
+    return {"pass_at_1": sum(flat) / len(flat), "majority": sum(maj) / len(maj)}
+
+
+def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
+    """Accuracy of the answer with the largest sum of scores per problem (samples without an answer vote for nothing)."""
+    right = 0
+    for p, row, srow in zip(problems, texts, scores):
+        totals: dict[str, float] = {}
+        for t, s in zip(row, srow):
+            a = final_answer(t)
+            if a is not None:
+                totals[a] = totals.get(a, 0.0) + s
+        right += bool(totals) and max(totals, key=lambda a: totals[a]) == p["answer"]
+    return right / len(problems)
+
+
+def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
+    """Outcome balanced accuracy of process_final, step-level first-error metrics, weighted voting per score kind."""
+    scored = []
+    for start in range(0, len(problems), batch_problems):
+        sl = slice(start, start + batch_problems)
+        scored.extend(verifier.score([p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
+    right = [x for row in correctness(problems, texts) for x in row]
+    flat = [s for row in scored for s in row]
+    labels = [arith_first_error(p["problem"], t) for p, row in zip(problems, texts) for t in row]
+    complete = [k for k, y in enumerate(labels) if y is not None]
+    out: dict[str, Any] = {
+        "outcome_bal_acc": balanced_accuracy([s.scores["process_final"] for s in flat], right),
+        "step": first_error_metrics([flat[k].first_error for k in complete], [labels[k] for k in complete]),
+        "incomplete_solutions": len(labels) - len(complete),
+        "status": {st: sum(s.status == st for s in flat) for st in sorted({s.status for s in flat})},
+        "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
+        "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
+                     for kind in flat[0].scores},
+    }
+    return out
+
+
+def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: str, n: int = 16,
+              limit_per_level: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
+    from tts_engine.backends.hf import HFBackend
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers.process import ProcessVerifier
+
+    problems = bundled_problems(limit_per_level)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"n": n, "problems": len(problems), "generators": {}, "verifiers": {}}
+    first = None
+    for name, path in generators.items():
+        prompts, texts = sample_solutions(path, problems, n, seed=seed)
+        (out / f"samples_{name}.json").write_text(json.dumps({"prompts": prompts, "texts": texts}))
+        result["generators"][name] = generator_metrics(problems, texts)
+        first = first or (name, prompts, texts)
+        _write(out, result)
+    _, prompts, texts = first
+    for name, path in verifiers.items():
+        verifier = ProcessVerifier(HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path))
+        result["verifiers"][name] = verifier_metrics(verifier, problems, prompts, texts)
+        _write(out, result)
+    return result
+
+
+def bundled_problems(limit_per_level: int | None = None) -> list[dict]:
+    import tts_engine
+
+    path = Path(tts_engine.__file__).resolve().parent / "assets" / "problems" / "arith.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if limit_per_level is None:
+        return records
+    seen: dict[int, int] = {}
+    kept = []
+    for r in records:
+        seen[r["level"]] = seen.get(r["level"], 0) + 1
+        if seen[r["level"]] <= limit_per_level:
+            kept.append(r)
+    return kept
+
+
+def _fmt(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    lines = [f"N = {result['n']} samples per problem, {result['problems']} bundled problems.", "",
+             "| generator | pass@1 | majority@N |", "|---|---|---|"]
+    for name, m in result["generators"].items():
+        lines.append(f"| {name} | {_fmt(m['pass_at_1'])} | {_fmt(m['majority'])} |")
+    lines += ["", "| verifier | outcome bal. acc | step acc (erroneous) | step acc (correct) | step F1 | "
+              "weighted@N final | weighted@N min | weighted@N prod | weighted@N mean | weighted@N last |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, m in result["verifiers"].items():
+        w, s = m["weighted"], m["step"]
+        lines.append(f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
+                     f"{_fmt(s['f1'])} | " + " | ".join(_fmt(w.get(f'process_{k}')) for k in
+                                                     ("final", "min", "prod", "mean", "last")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write(out: Path, result: dict[str, Any]) -> None:
+    (out / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "table.md").write_text(markdown_table(result))
+
+
+def _named(values: Sequence[str], flag: str) -> dict[str, str]:
+    out = {}
+    for v in values:
+        if "=" not in v:
+            raise SystemExit(f"{flag} takes NAME=DIR, got {v!r}")
+        name, path = v.split("=", 1)
+        out[name] = path
+    return out
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Generator and process-verifier metrics on the bundled task.")
+    parser.add_argument("--generator", action="append", default=[], help="NAME=DIR (the first one's samples are verified)")
+    parser.add_argument("--verifier", action="append", default=[], help="NAME=DIR")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--n", type=int, default=16)
+    parser.add_argument("--per-level", type=int, default=None, help="Only the first K problems of each level.")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    result = run_table(_named(args.generator, "--generator"), _named(args.verifier, "--verifier"), args.out,
+                       n=args.n, limit_per_level=args.per_level)
+    print(markdown_table(result))
+
+
+if __name__ == "__main__":
+    main()

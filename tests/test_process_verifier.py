@@ -1,0 +1,126 @@
+"""The process verifier's output parser (never raises) and its scores through the Verifier interface."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tts_engine.backends.base import Sample
+from tts_engine.tiny import build_char_tokenizer
+from tts_engine.verifiers.process import (ProcessVerifier, aggregate_steps, parse_verification,
+                                          render_verification, verdict_prefix)
+
+
+@pytest.mark.parametrize("form", ["compact", "tango"])
+def test_round_trip_both_forms(form):
+    text = render_verification([True, False, False], False, form)
+    parsed = parse_verification(text, 3)
+    assert parsed.status == "ok"
+    assert parsed.steps == [True, False, False] and parsed.final is False
+    assert parsed.first_error == 1
+    assert parse_verification(render_verification([True, True], True, form), 2).first_error == -1
+
+
+@pytest.mark.parametrize("form", ["compact", "tango"])
+def test_step_count_mismatch_drops_step_verdicts_but_keeps_final(form):
+    parsed = parse_verification(render_verification([True, True], True, form), 3)
+    assert parsed.status == "step_count_mismatch"
+    assert parsed.steps is None and parsed.first_error is None
+    assert parsed.final is True and parsed.num_step_verdicts == 2
+
+
+@pytest.mark.parametrize("text", ["", "garbage ~~~ \\boxed{", "verdict:", "1:+\n2:x\nverdict:Maybe", None,
+                                  "<step_verification><step>\\boxed{CORR", "<final_verification>\\boxed{}"])
+def test_garbage_never_raises(text):
+    parsed = parse_verification(text, 2)
+    assert parsed.steps is None and parsed.final is None
+    assert parsed.status in ("unparsable", "step_count_mismatch")
+
+
+def test_missing_verdict_is_recorded_and_forced():
+    text = "1:+\n2:+\n"
+    parsed = parse_verification(text, 2)
+    assert parsed.status == "no_final_verdict" and parsed.steps == [True, True]
+    prefix, forced = verdict_prefix(text, parsed, "compact")
+    assert forced and prefix.endswith("\nverdict:")
+
+
+def test_aggregations():
+    s = [0.9, 0.5, 0.8]
+    assert aggregate_steps(s, "min") == 0.5
+    assert aggregate_steps(s, "prod") == pytest.approx(0.36)
+    assert aggregate_steps(s, "mean") == pytest.approx(2.2 / 3)
+    assert aggregate_steps(s, "last") == 0.8
+    with pytest.raises(ValueError, match="step aggregation"):
+        aggregate_steps(s, "max")
+
+
+class FakeBackend:
+    """Char tokenizer; generate returns fixed texts with each token's probability 0.8; P(Yes) vs P(No) fixed."""
+
+    name = "fake"
+
+    def __init__(self, texts, logp_yes=math.log(0.6), logp_no=math.log(0.2)):
+        self.tok = build_char_tokenizer()
+        self.texts = list(texts)
+        self.logps = (logp_yes, logp_no)
+        self.verdict_prompts = []
+
+    def encode(self, text):
+        return self.tok.encode(text, add_special_tokens=False)
+
+    def decode(self, ids):
+        return self.tok.decode(list(ids), skip_special_tokens=True)
+
+    def apply_chat_template(self, messages):
+        return None
+
+    def generate(self, prompts, params):
+        out = []
+        for p in prompts:
+            text = self.texts.pop(0)
+            ids = self.encode(text)
+            out.append([Sample(text, ids, "stop", [math.log(0.8)] * len(ids), len(self.encode(p)))])
+        return out
+
+    def yes_no_logprobs(self, prompts, yes_id, no_id):
+        self.verdict_prompts.extend(prompts)
+        return [self.logps] * len(prompts)
+
+
+def test_scores_of_every_kind_and_status():
+    solutions = [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}"], ["5-1=4\n4*2=8\n\\boxed{8}"]]
+    outputs = ["1:+\n2:+\nverdict:Yes", "1:-\n2:-\nverdict:No", "nonsense"]
+    backend = FakeBackend(outputs)
+    verifier = ProcessVerifier(backend, aggregation="min")
+    scored = verifier.score(["q1", "q2"], ["q1\n", "q2\n"], solutions)
+    assert [len(r) for r in scored] == [2, 1]
+    a, b, c = scored[0][0], scored[0][1], scored[1][0]
+    assert set(a.scores) == set(ProcessVerifier.kinds)
+    assert a.scores["process_final"] == pytest.approx(0.75)  # 0.6 / (0.6 + 0.2)
+    assert a.step_scores == pytest.approx([0.8, 0.8]) and a.first_error == -1
+    assert b.step_scores == pytest.approx([0.2, 0.2]) and b.first_error == 0
+    assert b.scores["process"] == b.scores["process_min"] == pytest.approx(0.2)
+    assert b.scores["process_prod"] == pytest.approx(0.04)
+    assert c.status == "unparsable+forced_verdict" and c.step_scores is None
+    assert c.scores["process_min"] == c.scores["process_final"]  # falls back
+    assert backend.verdict_prompts[0].endswith("1:+\n2:+\nverdict:")
+    assert a.tokens == len(backend.encode(verifier.prompts(["q1"], ["q1\n"], [[solutions[0][0]]])[0])) + \
+        len(backend.encode(outputs[0]))
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ValueError, match="aggregation"):
+        ProcessVerifier(FakeBackend([]), aggregation="max")
+    with pytest.raises(ValueError, match="form"):
+        ProcessVerifier(FakeBackend([]), form="long")
+
+
+def test_runs_on_a_real_tiny_model(hf_backend):
+    verifier = ProcessVerifier(hf_backend, max_new_tokens=8, step_scores="exact")
+    scored = verifier.score(["Compute left to right: 1+2."], ["Compute left to right: 1+2.\n"],
+                            [["1+2=3\n\\boxed{3}", "zzz"]])
+    for s in scored[0]:
+        assert all(0.0 <= v <= 1.0 for v in s.scores.values())
+        assert s.tokens > 0 and s.status

@@ -1,0 +1,302 @@
+"""The process verifier (RL Tango): a generative verifier that judges every step, then gives a final verdict.
+
+What it writes, a parser for that which never raises, and `ProcessVerifier`, which serves it behind the
+Verifier interface.
+
+Two forms:
+- `compact` (the tiny model's): one line per step, then the verdict, each mark a single token:
+
+      1:+
+      2:-
+      verdict:No
+
+- `tango` (RL Tango's, for real models):
+
+      <step_verification><step>... \\boxed{CORRECT}</step><step>... \\boxed{INCORRECT}</step></step_verification>
+      <final_verification>\\boxed{INCORRECT}</final_verification>
+
+The parser reads either (it detects the form), checks the number of step verdicts against the solution's
+steps and records what went wrong in `status` instead of raising.
+"""
+
+from __future__ import annotations
+
+import re
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..params import SamplingParams
+from ..prompts import PromptConfig
+from ..steps import split_steps
+from .base import SampleScore
+
+FORMS = ("compact", "tango")
+STATUSES = ("ok", "step_count_mismatch", "no_final_verdict", "unparsable")
+
+COMPACT_STEP = re.compile(r"^[ \t]*(\d+)[ \t]*:[ \t]*([+-])[ \t]*$", re.MULTILINE)
+COMPACT_VERDICT = re.compile(r"verdict[ \t]*:[ \t]*(Yes|No)\b")
+COMPACT_VERDICT_PREFIX = "verdict:"
+TANGO_STEP = re.compile(r"<step>(.*?)</step>", re.DOTALL)
+TANGO_MARK = re.compile(r"\\boxed\{\s*(CORRECT|INCORRECT)\s*\}")
+TANGO_STEPS_BLOCK = re.compile(r"<step_verification>(.*?)(?:</step_verification>|$)", re.DOTALL)
+TANGO_FINAL = re.compile(r"<final_verification>.*?\\boxed\{\s*(CORRECT|INCORRECT)\s*\}", re.DOTALL)
+TANGO_VERDICT_PREFIX = "<final_verification>\\boxed{"
+
+
+@dataclass
+class ParsedVerification:
+    """What could be read from one verifier output."""
+
+    steps: list[bool] | None
+    """Verdict per solution step (True = correct); None when missing or not one per step."""
+    final: bool | None
+    """Final verdict (True = correct); None when absent."""
+    status: str
+    """ok | step_count_mismatch | no_final_verdict | unparsable (nothing readable)."""
+    num_step_verdicts: int = 0
+    """Step verdicts found, whatever the solution's step count."""
+    mark_offsets: list[int] = field(default_factory=list)
+    """Character offset in the output of each step verdict's mark ("+"/"-" or the CORRECT/INCORRECT word)."""
+    verdict_offset: int | None = None
+    """Character offset of the final verdict word (where its probability is read); None when absent."""
+
+    @property
+    def first_error(self) -> int | None:
+        """0-based index of the first step judged wrong; -1 when every step is judged right; None without steps."""
+        if self.steps is None:
+            return None
+        return next((k for k, ok in enumerate(self.steps) if not ok), -1)
+
+
+def detect_form(text: str) -> str:
+    return "tango" if ("<step_verification>" in text or "<final_verification>" in text) else "compact"
+
+
+def parse_verification(text: str, num_steps: int) -> ParsedVerification:
+    """Step verdicts and final verdict of a verifier output (either form); never raises."""
+    try:
+        if not isinstance(text, str):
+            return ParsedVerification(None, None, "unparsable")
+        marks, final, verdict_offset = (_read_tango if detect_form(text) == "tango" else _read_compact)(text)
+    except Exception:  # a bad sample never crashes a batch
+        return ParsedVerification(None, None, "unparsable")
+    steps = [ok for ok, _ in marks] if len(marks) == num_steps and num_steps > 0 else None
+    if not marks and final is None:
+        status = "unparsable"
+    elif steps is None:
+        status = "step_count_mismatch"
+    elif final is None:
+        status = "no_final_verdict"
+    else:
+        status = "ok"
+    return ParsedVerification(steps, final, status, len(marks), [o for _, o in marks], verdict_offset)
+
+
+def _read_compact(text: str):
+    marks = [(m.group(2) == "+", m.start(2)) for m in COMPACT_STEP.finditer(text)]
+    verdict = COMPACT_VERDICT.search(text)
+    if verdict is None:
+        return marks, None, None
+    return [mk for mk in marks if mk[1] < verdict.start()], verdict.group(1) == "Yes", verdict.start(1)
+
+
+def _read_tango(text: str):
+    block = TANGO_STEPS_BLOCK.search(text)
+    marks = []
+    if block is not None:
+        for step in TANGO_STEP.finditer(text, block.start(1), block.end(1)):
+            found = list(TANGO_MARK.finditer(text, step.start(1), step.end(1)))
+            if found:
+                marks.append((found[-1].group(1) == "CORRECT", found[-1].start(1)))
+    final = TANGO_FINAL.search(text)
+    if final is None:
+        return marks, None, None
+    return marks, final.group(1) == "CORRECT", final.start(1)
+
+
+def render_verification(steps: list[bool], final: bool, form: str = "compact") -> str:
+    """The verifier output for given verdicts: the warm start's targets (and tests')."""
+    if form == "compact":
+        lines = [f"{k + 1}:{'+' if ok else '-'}" for k, ok in enumerate(steps)]
+        return "\n".join(lines + [f"{COMPACT_VERDICT_PREFIX}{'Yes' if final else 'No'}"])
+    if form == "tango":
+        word = lambda ok: "CORRECT" if ok else "INCORRECT"  # noqa: E731
+        body = "".join(f"<step>Step {k + 1} is \\boxed{{{word(ok)}}}</step>" for k, ok in enumerate(steps))
+        return (f"<step_verification>{body}</step_verification>\n"
+                f"<final_verification>\\boxed{{{word(final)}}}</final_verification>")
+    raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+
+
+def verdict_prefix(text: str, parsed: ParsedVerification, form: str) -> tuple[str, bool]:
+    """The output up to (not including) the final verdict word, and whether the verdict had to be forced.
+
+    Without a verdict in the output, the verdict prompt is appended to the output so a score can still be read.
+    """
+    if parsed.verdict_offset is not None:
+        return text[:parsed.verdict_offset], False
+    prefix = COMPACT_VERDICT_PREFIX if form == "compact" else TANGO_VERDICT_PREFIX
+    return text.rstrip() + "\n" + prefix, True
+
+
+# --- serving -----------------------------------------------------------------------------------------------
+AGGREGATIONS = ("final", "min", "prod", "mean", "last")
+STEP_SCORE_MODES = ("sampled", "exact")
+PROCESS_INSTRUCTION = ("Verify the solution step by step. For each step, explain and end with \\boxed{CORRECT} or "
+                       "\\boxed{INCORRECT} inside <step>...</step>, all inside <step_verification>...</step_verification>; "
+                       "then give <final_verification>\\boxed{CORRECT}</final_verification> or "
+                       "<final_verification>\\boxed{INCORRECT}</final_verification>.")
+COMPACT_SUFFIX = "\n\nCheck each step.\n"
+
+
+@dataclass
+class ProcessSampleScore(SampleScore):
+    """A SampleScore with what the process verifier wrote and read."""
+
+    status: str = "ok"
+    """Parser status (see STATUSES); with "+forced_verdict" when the verdict had to be asked for."""
+    step_scores: list[float] | None = None
+    """P(step correct) per solution step; None when the step verdicts did not match the steps."""
+    first_error: int | None = None
+    """0-based first step judged wrong, -1 for none, None without step verdicts."""
+    text: str = ""
+    """The verifier's output."""
+
+
+def aggregate_steps(step_scores: list[float], how: str) -> float:
+    """One solution score from step scores: min, prod, mean or last."""
+    if not step_scores:
+        raise ValueError("step_scores must not be empty")
+    if how == "min":
+        return min(step_scores)
+    if how == "prod":
+        return math.prod(step_scores)
+    if how == "mean":
+        return sum(step_scores) / len(step_scores)
+    if how == "last":
+        return step_scores[-1]
+    raise ValueError(f"step aggregation must be one of {AGGREGATIONS[1:]}, got {how!r}")
+
+
+def build_process_prompt(config: PromptConfig, problem: str, prompt: str, solution: str, form: str,
+                         backend=None) -> str:
+    """prompt + solution + the step-checking request (a new user turn for chat models, in Tango's form)."""
+    if config.use_chat_template and backend is not None:
+        messages = [{"role": "system", "content": config.system_prompt}, {"role": "user", "content": problem},
+                    {"role": "assistant", "content": solution}, {"role": "user", "content": PROCESS_INSTRUCTION}]
+        chat = backend.apply_chat_template(messages)
+        if chat is not None:
+            return chat
+    return prompt + solution + (COMPACT_SUFFIX if form == "compact" else "\n\n" + PROCESS_INSTRUCTION + "\n")
+
+
+def _verdict_word_ids(backend, form: str, config: PromptConfig) -> tuple[int, int]:
+    """Token ids whose probabilities decide the verdict: Yes/No (compact) or the first tokens of CORRECT/INCORRECT."""
+    words = (config.yes_token, config.no_token) if form == "compact" else ("CORRECT", "INCORRECT")
+    ids = [backend.encode(w) for w in words]
+    if form == "compact" and any(len(i) != 1 for i in ids):
+        raise ValueError(f"the compact process form needs {words} as single tokens, got {ids}: set yes_token/no_token")
+    if not ids[0] or not ids[1] or ids[0][0] == ids[1][0]:
+        raise ValueError(f"the verdict words {words} must start with different tokens, got {ids}")
+    return ids[0][0], ids[1][0]
+
+
+class ProcessVerifier:
+    """Generates a step-by-step verification of each solution and scores it.
+
+    Score kinds: process_final (P(correct) of the final verdict, correct vs incorrect token at the verdict
+    position), process_min / _prod / _mean / _last (step scores aggregated), and `process`, the headline
+    chosen by `aggregation`. Samples whose step verdicts do not match their steps have no step scores; their
+    aggregates fall back to process_final (status says so), so every sample has every kind.
+    """
+
+    name = "process"
+    kinds = ("process", "process_final", "process_min", "process_prod", "process_mean", "process_last")
+
+    def __init__(self, backend, prompt_config: PromptConfig | None = None, *, form: str = "compact",
+                 aggregation: str = "final", temperature: float = 0.0, max_new_tokens: int = 96,
+                 seed: int | None = 0, step_scores: str = "sampled"):
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+        if step_scores not in STEP_SCORE_MODES:
+            raise ValueError(f"step_scores must be one of {STEP_SCORE_MODES}, got {step_scores!r}")
+        self.backend = backend
+        self.config = prompt_config or PromptConfig()
+        self.form = form
+        self.aggregation = aggregation
+        self.step_score_mode = step_scores
+        self.params = SamplingParams(n=1, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        self.yes_id, self.no_id = _verdict_word_ids(backend, form, self.config)
+        marks = ("+", "-") if form == "compact" else ("CORRECT", "INCORRECT")
+        self.mark_ids = tuple(backend.encode(m)[0] for m in marks)
+
+    def prompts(self, questions, prompts, outputs) -> list[str]:
+        return [build_process_prompt(self.config, q, p, o, self.form, self.backend)
+                for q, p, outs in zip(questions, prompts, outputs) for o in outs]
+
+    def score(self, questions: Sequence[str], prompts: Sequence[str],
+              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
+        flat_prompts = self.prompts(questions, prompts, outputs)
+        solutions = [o for outs in outputs for o in outs]
+        generated = [row[0] for row in self.backend.generate(flat_prompts, self.params)] if flat_prompts else []
+        scored = self.score_generated(flat_prompts, solutions, generated)
+        result, start = [], 0
+        for outs in outputs:
+            result.append(scored[start:start + len(outs)])
+            start += len(outs)
+        return result
+
+    def score_generated(self, flat_prompts: list[str], solutions: list[str], generated) -> list[ProcessSampleScore]:
+        """Scores of already generated verifications (backend Samples), one per (prompt, solution)."""
+        parsed = [parse_verification(g.text, len(split_steps(s))) for g, s in zip(generated, solutions)]
+        prefixes = [verdict_prefix(g.text, p, self.form) for g, p in zip(generated, parsed)]
+        final = self.backend.yes_no_logprobs([fp + pre for fp, (pre, _) in zip(flat_prompts, prefixes)],
+                                             self.yes_id, self.no_id) if flat_prompts else []
+        steps = self._step_scores(flat_prompts, generated, parsed)
+        out = []
+        for k, (g, p) in enumerate(zip(generated, parsed)):
+            ly, ln = final[k]
+            p_final = _sigmoid(ly - ln)
+            scores = {"process_final": p_final}
+            for how in AGGREGATIONS[1:]:
+                scores[f"process_{how}"] = aggregate_steps(steps[k], how) if steps[k] else p_final
+            scores["process"] = scores[f"process_{self.aggregation}"]
+            status = p.status + ("+forced_verdict" if prefixes[k][1] else "")
+            tokens = g.num_prompt_tokens + g.num_tokens
+            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text))
+        return out
+
+    def _step_scores(self, flat_prompts, generated, parsed) -> list[list[float] | None]:
+        """P(step correct) per step: from each mark token's own log-prob (sampled) or re-read as +/- (exact)."""
+        if self.step_score_mode == "exact":
+            queries = [(k, flat_prompts[k] + g.text[:o]) for k, (g, p) in enumerate(zip(generated, parsed))
+                       if p.steps is not None for o in p.mark_offsets]
+            logps = self.backend.yes_no_logprobs([q for _, q in queries], *self.mark_ids) if queries else []
+            result: list[list[float] | None] = [[] if p.steps is not None else None for p in parsed]
+            for (k, _), (lp, lm) in zip(queries, logps):
+                result[k].append(_sigmoid(lp - lm))
+            return result
+        return [None if p.steps is None else self._sampled_step_scores(g, p) for g, p in zip(generated, parsed)]
+
+    def _sampled_step_scores(self, sample, parsed: ParsedVerification) -> list[float]:
+        """P(correct) of each step from the sampled mark's probability: p if it said correct, else 1 - p."""
+        texts = [self.backend.decode([t]) for t in sample.token_ids]
+        ends, offset = [], 0
+        for t in texts:
+            offset += len(t)
+            ends.append(offset)
+        scores = []
+        for ok, char in zip(parsed.steps, parsed.mark_offsets):
+            index = next((i for i, e in enumerate(ends) if e > char), None)
+            if index is None or index >= len(sample.logprobs):
+                scores.append(1.0 if ok else 0.0)
+                continue
+            prob = min(1.0, math.exp(sample.logprobs[index]))
+            scores.append(prob if ok else 1.0 - prob)
+        return scores
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
