@@ -51,20 +51,20 @@ def test_weighted_vote():
 
 
 class OracleVerifier:
-    """Names a fixed first-error index per problem text (a stand-in for a real model)."""
+    """Names the given first-error indices, in order (a stand-in for a real model)."""
 
     name = "fake"
     kinds = ("process",)
 
     def __init__(self, answers):
-        self.answers = answers
+        self.answers = list(answers)
         self.seen_steps = []
 
     def score(self, questions, prompts, outputs):
         out = []
         for q, outs in zip(questions, outputs):
             self.seen_steps.append(len(split_steps(outs[0])))
-            out.append([ProcessSampleScore({"process": 0.5}, 1, first_error=self.answers[q])])
+            out.append([ProcessSampleScore({"process": 0.5}, 1, first_error=self.answers.pop(0))])
         return out
 
 
@@ -73,11 +73,11 @@ def test_processbench_loads_and_scores_with_a_fake_verifier():
     every = load_processbench(PROCESSBENCH)
     records = [r for r in every if r["label"] == NO_ERROR][:20] + [r for r in every if r["label"] != NO_ERROR][:20]
     assert len(records) == 40 and all(isinstance(r["steps"], list) and isinstance(r["label"], int) for r in records)
-    perfect = OracleVerifier({r["problem"]: r["label"] for r in records})
+    perfect = OracleVerifier([r["label"] for r in records])
     m = score_processbench(perfect, records, batch_size=16)
     assert m["f1"] == 1.0 and m["num_erroneous"] + m["num_correct"] == 40
     assert perfect.seen_steps == [len(r["steps"]) for r in records]  # multi-line steps survive the <step> tags
-    always_ok = OracleVerifier({r["problem"]: NO_ERROR for r in records})
+    always_ok = OracleVerifier([NO_ERROR] * len(records))
     m = score_processbench(always_ok, records)
     assert m["acc_correct"] == 1.0 and m["acc_erroneous"] == 0.0 and m["f1"] == 0.0
 
