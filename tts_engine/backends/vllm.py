@@ -186,6 +186,12 @@ class VLLMBackend:
         self.tokenizer = self.llm.get_tokenizer()
         self._num_parameters: int | None = None
 
+    def close(self) -> None:
+        """Stop vLLM's engine processes now (else they stop when the interpreter exits)."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
     # --- protocol helpers -----------------------------------------------------------------------------------
     @property
     def num_parameters(self) -> int:
