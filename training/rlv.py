@@ -68,6 +68,8 @@ class RLVConfig:
     """Steps between dev pass@1 checks and checkpoints."""
     threads: int = 1
     """torch CPU threads."""
+    dev_per_level: int = 16
+    """Dev problems per level in the periodic pass@1 check (4 samples each)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -244,7 +246,8 @@ def train_rlv(config: RLVConfig, progress: bool = True, log=print) -> Path:
         bar.update(1)
         bar.set_postfix(reward=record["reward"], v_acc=record.get("verify_bal_acc"))
         if trainer.step_count % config.eval_every == 0 or trainer.step_count == config.steps:
-            record["dev_pass_at_1"] = dev_pass_at_1(trainer.model, trainer.tokenizer, trainer.prompt_config)
+            record["dev_pass_at_1"] = dev_pass_at_1(trainer.model, trainer.tokenizer, trainer.prompt_config,
+                                                    per_level=config.dev_per_level)
             trainer.save()
             log(json.dumps(record))
         with (trainer.out / "log.jsonl").open("a") as f:

@@ -46,6 +46,8 @@ class SFTConfig:
     """Steps between pass@1 checks on the dev set (and checkpoints)."""
     threads: int = 2
     """torch CPU threads."""
+    dev_per_level: int = 16
+    """Dev problems per level in the periodic pass@1 check (4 samples each)."""
 
 
 def sft_loss(model, tokenizer, prompts: list[str], solutions: list[str]) -> torch.Tensor:
@@ -94,7 +96,7 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
         record = {"step": step, "loss": round(loss.item(), 4), "lr": scheduler.get_last_lr()[0],
                   "elapsed_s": round(time.time() - start, 1)}
         if step % config.eval_every == 0 or step == config.steps:
-            record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config)
+            record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
             ckpt.save_model(out, model, tokenizer, prompt_config, config)
             ckpt.save_state(out, optimizer, scheduler, step)
             log(json.dumps(record))

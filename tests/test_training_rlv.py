@@ -1,0 +1,119 @@
+import json
+
+import pytest
+import torch
+
+from tts_engine.backends.hf import HFBackend
+from tts_engine.params import SamplingParams
+from tts_engine.prompts import build_prompt, build_verify_prompt
+from tts_engine.tiny import TinyModelConfig
+from tts_engine.training import checkpoint as ckpt
+from tts_engine.training.rlv import (RLVConfig, advantages, balanced_accuracy, policy_loss, train_rlv,
+                                     verification_examples, verification_loss)
+
+MICRO = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=256)
+
+
+def test_grpo_advantages_by_hand():
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
+    adv = advantages(rewards, "grpo")
+    std = (1 / 3) ** 0.5  # Bessel-corrected std of [1, 0, 0, 1]
+    assert torch.allclose(adv[0], torch.tensor([0.5, -0.5, -0.5, 0.5]) / std, atol=1e-4)
+    assert torch.equal(adv[1], torch.zeros(4))  # all equal: no signal
+    std3 = (0.1875 * 4 / 3) ** 0.5
+    assert torch.allclose(adv[2], torch.tensor([-0.25, -0.25, -0.25, 0.75]) / std3, atol=1e-4)
+
+
+def test_rloo_advantages_by_hand():
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0]])
+    adv = advantages(rewards, "rloo")
+    # r_i minus the mean of the other three
+    assert torch.allclose(adv[0], torch.tensor([1 - 1 / 3, 0 - 2 / 3, 0 - 2 / 3, 1 - 1 / 3]))
+    assert torch.allclose(adv[1], torch.tensor([0 - 1 / 3, 0 - 1 / 3, 0 - 1 / 3, 1.0]))
+    with pytest.raises(ValueError, match="algorithm"):
+        advantages(rewards, "ppo")
+
+
+def test_verification_examples_are_labelled_by_reward_and_balanced():
+    config = ckpt.task_prompt_config()
+    problems = ["Compute left to right: 1+2.", "Compute left to right: 3*3."]
+    prompts = [build_prompt(config, p) for p in problems]
+    texts = [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}", "x"], ["3*3=9\n\\boxed{9}", "a", "b", "c", "d"]]
+    rewards = [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0]]
+    examples = verification_examples(config, problems, prompts, texts, rewards)
+    assert [e.label for e in examples] == [1, 0, 0, 1, 0, 0, 0, 0]
+    assert examples[1].prompt == build_verify_prompt(config, problems[0], prompts[0], texts[0][1])
+    assert examples[1].prompt.endswith("Answer Yes or No.\n")
+    pos = sum(e.weight for e in examples if e.label)
+    neg = sum(e.weight for e in examples if not e.label)
+    assert pos == pytest.approx(0.5) and neg == pytest.approx(0.5)
+    only_wrong = verification_examples(config, problems[:1], prompts[:1], [["a", "b"]], [[0.0, 0.0]])
+    assert [e.weight for e in only_wrong] == [0.5, 0.5]
+
+
+def test_balanced_accuracy():
+    scores = torch.tensor([0.9, 0.2, 0.6, 0.4, 0.1])
+    labels = torch.tensor([1, 1, 0, 0, 0])
+    assert balanced_accuracy(scores, labels) == pytest.approx(0.5 * (1 / 2 + 2 / 3))
+    assert balanced_accuracy(scores, torch.ones(5, dtype=torch.long)) is None
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_rl_and_verification_losses_decrease_on_a_fixed_batch(algorithm):
+    torch.manual_seed(0)
+    model, tok = ckpt.new_model(MICRO)
+    config = ckpt.task_prompt_config()
+    problems = ["Compute left to right: 1+2.", "Compute left to right: 3*3."]
+    prompts = [build_prompt(config, p) for p in problems]
+    samples = HFBackend(model, tok, device="cpu").generate(prompts, SamplingParams(n=4, max_new_tokens=10, seed=1))
+    model.train()
+    rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]])  # hand-made
+    adv = advantages(rewards, algorithm).flatten()
+    flat = [(i, s) for i, row in enumerate(samples) for s in row]
+    prompt_ids = [tok.encode(prompts[i], add_special_tokens=False) for i, _ in flat]
+    examples = verification_examples(config, problems, prompts, [[s.text for s in r] for r in samples],
+                                     rewards.tolist())
+    yes, no = tok.convert_tokens_to_ids("Yes"), tok.convert_tokens_to_ids("No")
+
+    def losses():
+        pg = policy_loss(model, prompt_ids, [s.token_ids for _, s in flat], [s.logprobs for _, s in flat], adv,
+                         0.2, tok.pad_token_id)
+        return pg, verification_loss(model, tok, examples, yes, no)[0]
+
+    pg0, v0 = losses()
+    assert abs(pg0.item()) < 1e-3  # ratio 1 at the sampling policy: the surrogate is -mean(A) = 0
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(15):
+        pg, v = losses()
+        opt.zero_grad()
+        (pg + v).backward()
+        opt.step()
+    pg1, v1 = losses()
+    assert pg1.item() < pg0.item() - 0.05, (pg0.item(), pg1.item())
+    assert v1.item() < 0.6 * v0.item(), (v0.item(), v1.item())
+
+
+def test_trainer_runs_checkpoints_and_resumes(tmp_path):
+    model, tok = ckpt.new_model(MICRO)
+    ckpt.save_model(tmp_path / "init", model, tok, ckpt.task_prompt_config())
+    config = RLVConfig(init_dir=str(tmp_path / "init"), out_dir=str(tmp_path / "rlv"), algorithm="rloo", steps=2,
+                       prompts_per_step=2, group_size=2, max_new_tokens=8, eval_every=100, dev_per_level=1)
+    train_rlv(config, progress=False, log=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "rlv" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    assert {"reward", "verify_loss", "verify_bal_acc", "mean_len"} <= set(records[0])
+    a, _, _ = ckpt.load_model(tmp_path / "rlv")
+    b, _, _ = ckpt.load_model(tmp_path / "rlv")
+    ids = torch.tensor([tok.encode("Compute left to right: 2+2.\n", add_special_tokens=False)])
+    assert torch.equal(a(input_ids=ids).logits, b(input_ids=ids).logits)
+    assert not torch.equal(a(input_ids=ids).logits, model(input_ids=ids).logits)  # the verification loss trained it
+    config.steps = 3
+    train_rlv(config, progress=False, log=lambda _: None)
+    assert [json.loads(line)["step"] for line in (tmp_path / "rlv" / "log.jsonl").read_text().splitlines()] == [1, 2, 3]
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="algorithm"):
+        RLVConfig(algorithm="ppo")
+    with pytest.raises(ValueError, match="group_size"):
+        RLVConfig(group_size=1)
