@@ -13,10 +13,10 @@ BACKENDS = ("auto", "prefix", "torch", "triton")
 
 def run_curves(paths: Sequence[str | Path], out: str | Path, *, labels: Sequence[str] = (), num_subsets: int = 1000,
                seed: int = 0, threshold: float = 0.5, num_bins: int = 10, backend: str = "auto",
-               title: str | None = None, plots: bool = True) -> list[dict[str, Any]]:
+               title: str | None = None, plots: bool = True, only: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Curves of every results file into `out`: curves.json, curves.csv and PNG plots; returns the curve sets."""
     from .curves import compute_curves
-    from .plots import plot_curves, PLOTS
+    from .plots import write_plots
     from .report import write_csv, write_json
     from .table import load_results
     from .verifier_metrics import verifier_metrics
@@ -36,8 +36,7 @@ def run_curves(paths: Sequence[str | Path], out: str | Path, *, labels: Sequence
     write_json(curves, out / "curves.json")
     write_csv(curves, out / "curves.csv")
     if plots:
-        for axis, (_, name) in PLOTS.items():
-            plot_curves(curves, axis, out / name, title=title)
+        write_plots(curves, out, title=title, only=list(only) or None)
     return curves
 
 
@@ -76,8 +75,10 @@ def _echo_report(curves: list[dict[str, Any]], out: Path) -> None:
               help="Subset voting: auto = the Triton kernel on a GPU, else prefix (one CPU pass over nested "
               "subsets); torch / triton = the subset-vote kernel's versions.")
 @click.option("--title", help="Plot title (default: model, problem set, P and N).")
+@click.option("--only", multiple=True, help="Plot only strategies whose name contains this word (repeatable; "
+              "majority and pass@k are always drawn), e.g. --only verifier_yes_no --only likelihood.")
 @click.option("--no-plots", is_flag=True, help="Only curves.json and curves.csv.")
-def curve(results, out, labels, num_subsets, seed, threshold, num_bins, backend, title, no_plots):
+def curve(results, out, labels, num_subsets, seed, threshold, num_bins, backend, title, only, no_plots):
     """Compute-vs-accuracy curves of every strategy from RESULTS files (JSONL from `tts solve`).
 
     For k = 1, 2, 4, ..., N: pass@k, and majority / weighted / best-of-N accuracy with k samples for every
@@ -86,7 +87,7 @@ def curve(results, out, labels, num_subsets, seed, threshold, num_bins, backend,
     """
     try:
         curves = run_curves(results, out, labels=labels, num_subsets=num_subsets, seed=seed, threshold=threshold,
-                            num_bins=num_bins, backend=backend, title=title, plots=not no_plots)
+                            num_bins=num_bins, backend=backend, title=title, plots=not no_plots, only=only)
     except (ValueError, FileNotFoundError) as err:
         raise click.ClickException(str(err)) from err
     _echo_report(curves, Path(out))

@@ -1,8 +1,9 @@
 """PNG plots of curves: accuracy against samples per problem and against tokens per problem.
 
-One line per strategy (colour) and results file (line style), a shaded band of +-1 standard error, pass@k
-as a dotted oracle line, and a dashed horizontal line at majority@N annotated with the efficiency ratio of
-the best strategy.
+One colour per score kind (weighted solid, best-of-N dashed; majority black; pass@k a grey dotted oracle
+line), one marker shape and shade (later files lighter) per results file, a shaded band of +-1 standard error, and a dashed horizontal line
+at majority@N with a cross where the best weighted and best-of-N lines reach it, their efficiency ratios
+written in the corner.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from .curves import PASS_AT_K  # noqa: E402
 
 PLOTS = {
     "samples": ("samples per problem (k, log2)", "accuracy_vs_samples.png"),
-    "tokens": ("tokens per problem, generated + verifier (log scale)", "accuracy_vs_tokens.png"),
+    "tokens": ("tokens per problem: generated + read by the verifier (log scale)", "accuracy_vs_tokens.png"),
     "flops": ("FLOPs per problem, 2 x parameters x tokens (log scale)", "accuracy_vs_flops.png"),
 }
-LINE_STYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
@@ -38,33 +38,59 @@ def strategy_label(name: str) -> str:
     return name
 
 
-def _colours(names: list[str]) -> dict[str, Any]:
-    cycle = plt.get_cmap("tab10").colors
-    ordered = [n for n in names if n != PASS_AT_K]
-    colours = {name: cycle[i % len(cycle)] for i, name in enumerate(ordered)}
-    colours[PASS_AT_K] = "0.55"
-    return colours
+def line_styles(names: list[str]) -> dict[str, tuple[Any, str]]:
+    """Strategy -> (colour, line style): one colour per score kind, weighted solid, best-of-N dashed;
+    majority black, pass@k grey dotted."""
+    kinds = list(dict.fromkeys(name.split(":", 1)[1] for name in names if ":" in name))
+    kinds.sort(key=lambda kind: kind != "likelihood")  # the free baseline always gets the first colour
+    palette = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i not in (7,)]  # no grey
+    colour = {kind: palette[(i + 1) % len(palette)] for i, kind in enumerate(kinds)}
+    styles = {"majority": ("black", "-"), PASS_AT_K: ("0.55", ":")}
+    for name in names:
+        if ":" in name:
+            strategy, kind = name.split(":", 1)
+            styles[name] = (colour[kind], "-" if strategy == "weighted" else "--")
+    return styles
 
 
-def plot_curves(curves: list[dict[str, Any]], axis: str, path: str | Path, *, title: str | None = None) -> Path | None:
-    """Draw accuracy vs `axis` (samples, tokens or flops) for one or more curve sets; None if the axis is absent."""
+def shown(name: str, only: list[str] | None) -> bool:
+    """Majority and pass@k always; other strategies when a word of `only` is part of the name (or no `only`)."""
+    return name in ("majority", PASS_AT_K) or not only or any(word in name for word in only)
+
+
+def plot_curves(curves: list[dict[str, Any]], axis: str, path: str | Path, *, title: str | None = None,
+                only: list[str] | None = None) -> Path | None:
+    """Draw accuracy vs `axis` (samples, tokens or flops) for one or more curve sets; None if the axis is absent.
+
+    only: draw just the strategies whose names contain one of these words (e.g. ["verifier_yes_no"]).
+    """
     if axis not in PLOTS:
         raise ValueError(f"axis must be one of {sorted(PLOTS)}, got {axis!r}")
     if any(c["strategies"]["majority"]["compute"][axis] is None for c in curves):
         return None
-    names = list(dict.fromkeys(name for c in curves for name in c["strategies"]))
-    colours = _colours(names)
-    fig, ax = plt.subplots(figsize=(9.5, 6.0), dpi=110)
+    styles = line_styles(list(dict.fromkeys(name for c in curves for name in c["strategies"])))
+    many = len(curves) * len(curves[0]["strategies"]) > 9
+    fig, ax = plt.subplots(figsize=(13 if many else 10, 6.2), dpi=110)
+    notes = []
     for index, c in enumerate(curves):
-        style = LINE_STYLES[index % len(LINE_STYLES)]
         prefix = f"{c['label']}: " if len(curves) > 1 else ""
         for name, entry in c["strategies"].items():
-            _draw_line(ax, entry, axis, colours[name], style, MARKERS[index % len(MARKERS)],
-                       prefix + strategy_label(name), dotted=name == PASS_AT_K)
-        _draw_target(ax, c, axis, prefix, style)
+            if not shown(name, only):
+                continue
+            colour, style = styles[name]
+            colour = _lighten(colour, 0.45 * index / max(1, len(curves) - 1)) if len(curves) > 1 else colour
+            _draw_line(ax, entry, axis, colour, style, MARKERS[index % len(MARKERS)], prefix + strategy_label(name),
+                       faint=name == PASS_AT_K)
+        notes.append(_draw_target(ax, {**c, "efficiency": {n: e for n, e in c["efficiency"].items() if shown(n, only)}},
+                                  axis, prefix, styles))
     _format_axes(ax, curves, axis)
     ax.set_title(title or default_title(curves), fontsize=11)
-    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    if many:  # beside the axes, so no line hides behind it
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
+    else:
+        ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    ax.text(0.01, 0.99, "\n".join(notes), transform=ax.transAxes, fontsize=8, va="top", ha="left",
+            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.92})
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path)
@@ -72,34 +98,48 @@ def plot_curves(curves: list[dict[str, Any]], axis: str, path: str | Path, *, ti
     return path
 
 
-def _draw_line(ax, entry, axis, colour, style, marker, label, dotted):
+def _lighten(colour, amount: float):
+    """Blend a colour towards white: later results files are drawn lighter than the first."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(c + (1.0 - c) * amount for c in to_rgb(colour))
+
+
+def _draw_line(ax, entry, axis, colour, style, marker, label, faint):
     x = entry["compute"][axis]
     y, se = entry["accuracy"], entry["se"]
-    ax.plot(x, y, linestyle=":" if dotted else style, marker=marker, markersize=3.5, color=colour,
-            linewidth=1.3 if dotted else 1.8, label=label)
+    ax.plot(x, y, linestyle=style, marker=marker, markersize=3.5, color=colour, linewidth=1.3 if faint else 1.8,
+            label=label)
     ax.fill_between(x, [a - s for a, s in zip(y, se)], [a + s for a, s in zip(y, se)], color=colour,
-                    alpha=0.08 if dotted else 0.15, linewidth=0)
+                    alpha=0.06 if faint else 0.13, linewidth=0)
 
 
-def _draw_target(ax, c, axis, prefix, style):
-    """Dashed line at majority@N, annotated with the best strategy's efficiency ratio on this axis."""
+def _draw_target(ax, c, axis, prefix, styles) -> str:
+    """Dashed line at majority@N, a cross where the best weighted and best best-of-N lines reach it; their
+    efficiency ratios as text."""
     target = c["majority_at_n"]
-    ax.axhline(target, color="black", linestyle="--", linewidth=0.9, alpha=0.7)
-    ratio_axis = "samples" if axis == "samples" else axis
-    text = f"{prefix}majority@{c['num_samples']} = {target:.3f}"
-    best = best_efficiency(c, ratio_axis)
-    if best is not None:
+    ax.axhline(target, color="black", linestyle=(0, (5, 4)), linewidth=0.9, alpha=0.7)
+    if prefix:  # several files: name each dashed line at its right end
+        ax.annotate(f"{prefix}majority@{c['num_samples']}", xy=(1.0, target), xycoords=("axes fraction", "data"),
+                    xytext=(-3, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.3")
+    unit = {"samples": "fewer samples", "tokens": "fewer tokens", "flops": "fewer FLOPs"}[axis]
+    lines = [f"{prefix}dashed line: majority@{c['num_samples']} = {target:.3f}"]
+    for strategy in ("weighted", "best_of_n"):
+        best = best_efficiency(c, axis, strategy)
+        if best is None:
+            lines.append(f"  {strategy.replace('_', '-')}: no score kind reaches it")
+            continue
         name, entry = best
-        unit = {"samples": "fewer samples", "tokens": "fewer tokens", "flops": "fewer FLOPs"}[ratio_axis]
-        text += f"\n{strategy_label(name)} reaches it with {entry['ratio']:.1f}x {unit}"
-    xs = c["strategies"]["majority"]["compute"][axis]
-    ax.annotate(text, xy=(xs[0], target), xytext=(4, 5), textcoords="offset points", fontsize=8,
-                va="bottom", ha="left", bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.7", "alpha": 0.9})
+        ax.plot([entry["reaches_at"]], [target], marker="X", markersize=9, color=styles[name][0],
+                markeredgecolor="black", linestyle="none", zorder=5)
+        lines.append(f"  {strategy_label(name)} reaches it (X) with {entry['ratio']:.1f}x {unit}")
+    return "\n".join(lines)
 
 
-def best_efficiency(c: dict[str, Any], axis: str) -> tuple[str, dict[str, Any]] | None:
-    """The strategy (not majority) with the largest efficiency ratio on `axis`, or None if none reaches."""
-    found = [(name, e[axis]) for name, e in c["efficiency"].items() if name != "majority" and e[axis]["ratio"]]
+def best_efficiency(c: dict[str, Any], axis: str, strategy: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The strategy (not majority; of one kind if given) with the largest efficiency ratio on `axis`, or None."""
+    found = [(name, e[axis]) for name, e in c["efficiency"].items()
+             if name != "majority" and e[axis]["ratio"] and (strategy is None or name.startswith(strategy + ":"))]
     return max(found, key=lambda item: item[1]["ratio"]) if found else None
 
 
@@ -111,7 +151,7 @@ def _format_axes(ax, curves, axis):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(PLOTS[axis][0])
-    ax.set_ylabel("accuracy (fraction of problems right, +-1 s.e. shaded)")
+    ax.set_ylabel("accuracy (fraction of problems right; ±1 s.e. shaded)")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_ylim(bottom=max(0.0, ax.get_ylim()[0]), top=min(1.0, ax.get_ylim()[1]) + 0.0)
 
@@ -125,11 +165,12 @@ def default_title(curves: list[dict[str, Any]]) -> str:
     return f"Accuracy vs compute: " + ", ".join(c["label"] for c in curves)
 
 
-def write_plots(curves: list[dict[str, Any]], out_dir: str | Path) -> list[Path]:
+def write_plots(curves: list[dict[str, Any]], out_dir: str | Path, *, title: str | None = None,
+                only: list[str] | None = None) -> list[Path]:
     """accuracy_vs_samples.png, accuracy_vs_tokens.png and (with a parameter count) accuracy_vs_flops.png."""
     written = []
     for axis, (_, name) in PLOTS.items():
-        path = plot_curves(curves, axis, Path(out_dir) / name)
+        path = plot_curves(curves, axis, Path(out_dir) / name, title=title, only=only)
         if path is not None:
             written.append(path)
     return written
