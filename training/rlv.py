@@ -143,6 +143,68 @@ def policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[in
     return (per_token.sum(-1) / comp.sum(-1).clamp(min=1)).mean()
 
 
+def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: list[VerifyExample],
+                 adv: torch.Tensor, yes_id: int, no_id: int, clip_eps: float):
+    """policy_loss + verification_loss of the same rollouts from one forward pass each.
+
+    A verification prompt is prompt + solution + question, so its forward pass also holds the log-probs of the
+    generated tokens: the end token's log-prob is read where the solution ends, before the question. Rows whose
+    tokenization differs from the sampled tokens (rare) fall back to a separate policy_loss pass.
+    Returns (policy loss, verification loss, yes_no scores `# (B,)`).
+    """
+    eos = tokenizer.eos_token_id
+    seqs = [tokenizer.encode(e.prompt, add_special_tokens=False) for e in examples]
+    starts, targets, fallback = [], [], []
+    for b, (prompt, sample, seq) in enumerate(zip(prompts, samples, seqs)):
+        p = tokenizer.encode(prompt, add_special_tokens=False)
+        gen = list(sample.token_ids)
+        body = gen[:-1] if gen and gen[-1] == eos else gen
+        if seq[:len(p) + len(body)] != p + body or len(seq) <= len(p) + len(body):
+            fallback.append(b)
+        starts.append(len(p))
+        targets.append(gen)
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, s in enumerate(seqs):
+        ids[b, :len(s)] = torch.tensor(s)
+        mask[b, :len(s)] = 1
+    logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)  # (B, T, V)
+    rows = torch.arange(len(seqs))
+    last = logp[rows, torch.tensor([len(s) - 1 for s in seqs])]  # (B, V)
+    labels = torch.tensor([yes_id if e.label else no_id for e in examples])
+    weights = torch.tensor([e.weight for e in examples])
+    v_loss = -(last.gather(-1, labels[:, None]).squeeze(-1) * weights).sum()
+    scores = torch.sigmoid(last[:, yes_id] - last[:, no_id]).detach()
+    active = [b for b in range(len(seqs)) if b not in fallback and adv[b].abs() > 1e-8]
+    per_seq = torch.zeros(len(seqs))
+    if active:
+        width_l = max(len(targets[b]) for b in active)
+        pos = torch.zeros((len(active), width_l), dtype=torch.long)
+        tgt = torch.zeros((len(active), width_l), dtype=torch.long)
+        old = torch.zeros((len(active), width_l))
+        comp = torch.zeros((len(active), width_l))
+        for k, b in enumerate(active):
+            n = len(targets[b])
+            pos[k, :n] = torch.arange(starts[b] - 1, starts[b] - 1 + n)
+            tgt[k, :n] = torch.tensor(targets[b])
+            old[k, :n] = torch.tensor(samples[b].logprobs)
+            comp[k, :n] = 1.0
+        new = logp[torch.tensor(active)[:, None], pos, tgt]  # (A, L)
+        ratio = torch.exp((new - old) * comp)
+        a = adv[active][:, None]
+        per_token = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a) * comp
+        per_seq = per_seq.index_put((torch.tensor(active),), per_token.sum(-1) / comp.sum(-1).clamp(min=1))
+    pg = per_seq.sum() / len(seqs)
+    if fallback:
+        fb = [b for b in fallback if adv[b].abs() > 1e-8]
+        if fb:
+            pg = pg + policy_loss(model, [tokenizer.encode(prompts[b], add_special_tokens=False) for b in fb],
+                                  [targets[b] for b in fb], [samples[b].logprobs for b in fb], adv[fb],
+                                  clip_eps, tokenizer.pad_token_id) * len(fb) / len(seqs)
+    return pg, v_loss, scores
+
+
 def balanced_accuracy(scores: torch.Tensor, labels: torch.Tensor, threshold: float = 0.5) -> float | None:
     """Mean of the true-positive and true-negative rates; None when a class is missing."""
     pred = scores > threshold
@@ -192,26 +254,18 @@ class RLVTrainer:
         prompts, samples, rewards = self.rollouts(problems)  # rewards (P, G)
         t_sample = time.time() - t0
         adv = advantages(rewards, c.algorithm).flatten()  # (P*G,)
-        flat = [(i, s) for i, row in enumerate(samples) for s in row]
-        keep = [k for k in range(len(flat)) if adv[k].abs() > 1e-8]  # zero-advantage rows add no gradient
+        flat_prompts = [prompts[i] for i, row in enumerate(samples) for _ in row]
+        flat_samples = [s for row in samples for s in row]
         examples = verification_examples(self.prompt_config, [p.problem for p in problems], prompts,
                                          [[s.text for s in row] for row in samples], rewards.tolist())
         stats = {}
         for inner in range(c.inner_steps):
-            loss = torch.zeros(())
-            if keep:
-                pg = policy_loss(self.model, [self.tokenizer.encode(prompts[flat[k][0]], add_special_tokens=False)
-                                              for k in keep],
-                                 [flat[k][1].token_ids for k in keep], [flat[k][1].logprobs for k in keep],
-                                 adv[keep], c.clip_eps, self.tokenizer.pad_token_id) * len(keep) / len(flat)
-                loss = loss + pg
-                stats.setdefault("pg_loss", round(pg.item(), 4))
-            v_loss, scores = verification_loss(self.model, self.tokenizer, examples, self.yes_id, self.no_id)
-            if c.verify_weight > 0:
-                loss = loss + c.verify_weight * v_loss
+            pg, v_loss, scores = joint_losses(self.model, self.tokenizer, flat_prompts, flat_samples, examples, adv,
+                                              self.yes_id, self.no_id, c.clip_eps)
+            loss = pg + c.verify_weight * v_loss if c.verify_weight > 0 else pg
             if inner == 0:
                 labels = torch.tensor([e.label for e in examples])
-                stats.update(verify_loss=round(v_loss.item(), 4),
+                stats.update(pg_loss=round(pg.item(), 4), verify_loss=round(v_loss.item(), 4),
                              verify_bal_acc=balanced_accuracy(scores, labels))
             if loss.requires_grad:
                 self.optimizer.zero_grad()
