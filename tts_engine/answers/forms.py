@@ -1,0 +1,146 @@
+"""Answer forms: what kind of answer a string is, its list items and their keys ("x=3").
+
+Pure string code, used in the calling process for the cheap decisions (equal forms, text answers,
+multiple-choice letters) and in the check workers to pick what math-verify compares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .latex import split_top_level, top_level_depths
+from .normalize import MAX_ANSWER_CHARS, canonical_key, normalize_answer
+
+MATH, TEXT, CHOICE, EMPTY, TOO_LONG = "math", "text", "choice", "empty", "too_long"
+
+_SIMPLE_VARIABLE = r"(?:[A-Za-z]|\\[a-zA-Z]+)(?:_(?:\{[^{}=]*\}|\w))?'*"
+_KEY = re.compile(
+    r"(?:" + _SIMPLE_VARIABLE + r"|[A-Za-z]{2,}\d*|[A-Za-z]\(\d+\)"  # x, x_1, \alpha, Minimum, T(10)
+    r"|\(\s*" + _SIMPLE_VARIABLE + r"(?:\s*,\s*" + _SIMPLE_VARIABLE + r")+\s*\))"  # (x, y, z)
+)
+_TEXT = re.compile(r"[A-Za-z][A-Za-z'\- ]*")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+@dataclass(frozen=True)
+class AnswerForm:
+    """One answer, normalised and taken apart for comparison."""
+
+    normalized: str
+    """Canonical LaTeX (normalize.normalize_answer)."""
+    key: str
+    """Bucket key: equal keys mean equal answers (normalize.canonical_key)."""
+    kind: str
+    """"math", "text" (words: "Monday"), "choice" (a letter A-J), "empty" or "too_long"."""
+    keys: tuple[str | None, ...]
+    """Per top-level item, the name assigned to ("x" in "x=3"), or None."""
+    values: tuple[str, ...]
+    """Per top-level item, the value (the right side when the item is keyed)."""
+
+    @property
+    def keyed(self) -> bool:
+        return any(k is not None for k in self.keys)
+
+    def unkeyed(self) -> str:
+        """The answer with every key dropped: "a=2, b=-1" -> "-1,2" (items sorted)."""
+        return ",".join(sorted(self.values)) if len(self.values) > 1 else self.values[0]
+
+
+@lru_cache(maxsize=65536)
+def answer_form(answer: str) -> AnswerForm:
+    """Normalise and classify one answer string."""
+    answer = answer.strip()
+    if len(answer) > MAX_ANSWER_CHARS:
+        return AnswerForm(answer, answer, TOO_LONG, (None,), (answer,))
+    normalized = normalize_answer(answer)
+    key = canonical_key(answer)
+    keys, values = _split_keys(normalized)
+    return AnswerForm(normalized, key, _kind(normalized), keys, values)
+
+
+def _kind(normalized: str) -> str:
+    if not normalized:
+        return EMPTY
+    if re.fullmatch(r"[A-J]", normalized):
+        return CHOICE
+    if _TEXT.fullmatch(normalized) and _WORD.search(normalized):
+        return TEXT
+    return MATH
+
+
+def _split_keys(normalized: str) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
+    items = split_top_level(normalized)
+    pairs = [_split_key(item) for item in items]
+    if len(pairs) == 1 and pairs[0][0] is not None and pairs[0][0].startswith("("):
+        expanded = _expand_tuple_key(*pairs[0])
+        if expanded:
+            pairs = expanded
+    return tuple(k for k, _ in pairs), tuple(v for _, v in pairs)
+
+
+def _split_key(item: str) -> tuple[str | None, str]:
+    """"x=3" -> ("x", "3"); "f(x)=x+1" stays an equation (a function definition is the answer)."""
+    depths = top_level_depths(item)
+    equals = [i for i, ch in enumerate(item) if ch == "=" and depths[i] == 0]
+    if len(equals) != 1:
+        return None, item
+    lhs, rhs = item[: equals[0]].strip(), item[equals[0] + 1 :].strip()
+    if rhs and _KEY.fullmatch(lhs):
+        return lhs, rhs
+    return None, item
+
+
+def _expand_tuple_key(key: str, value: str) -> list[tuple[str | None, str]] | None:
+    """"(x,y,z)=(1,2,3)" -> x=1, y=2, z=3 (only when both tuples have the same length)."""
+    names = split_top_level(key[1:-1])
+    if not (value.startswith("(") and value.endswith(")")):
+        return None
+    parts = split_top_level(value[1:-1])
+    if len(parts) != len(names):
+        return None
+    return list(zip(names, parts))
+
+
+def text_key(form: AnswerForm) -> str:
+    """How text answers compare: case and spacing do not matter ("Monday" = "monday")."""
+    return re.sub(r"[^a-z0-9]", "", form.normalized.lower())
+
+
+def comparison_pair(reference: AnswerForm, answer: AnswerForm) -> tuple[str, str]:
+    """The two strings math-verify should compare, after the key rules.
+
+    Both keyed with the same keys: compare as written (math-verify pairs the equations by key).
+    One side keyed, the other not: drop the keys ("x=3" vs "3"; "a=2, h=-1" vs "2, -1").
+    Otherwise as written.
+    """
+    if reference.keyed and answer.keyed:
+        return reference.key, answer.key
+    if reference.keyed or answer.keyed:
+        return reference.unkeyed(), answer.unkeyed()
+    return reference.key, answer.key
+
+
+def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
+    """The verdict when no math is needed, else None.
+
+    Equal keys are equal; text answers and choice letters compare by string only (math-verify reads
+    "Monday" as a product of symbols, so "Mon" would equal "Nom"); a text or choice answer never
+    equals a math answer.
+    """
+    if EMPTY in (reference.kind, answer.kind):
+        return False
+    if reference.key == answer.key:
+        return True
+    if TOO_LONG in (reference.kind, answer.kind):
+        return None
+    kinds = {reference.kind, answer.kind}
+    if kinds == {TEXT}:
+        return text_key(reference) == text_key(answer)
+    if kinds & {TEXT, CHOICE}:
+        return False
+    left, right = comparison_pair(reference, answer)
+    if left == right:
+        return True
+    return None

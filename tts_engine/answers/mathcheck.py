@@ -1,0 +1,155 @@
+"""The math part of a check: math-verify parse + verify, plus structural rules on the parsed objects.
+
+Runs inside check workers (it imports sympy and math-verify; the calling process never needs to).
+Only math-verify's LaTeX parser sees answer text (ANTLR grammar -> sympy objects); its expression
+parser, which hands text to sympy's `parse_expr`, is not enabled, and nothing here calls eval, exec,
+sympify or parse_expr on answer text. Timeouts are the caller's job: math-verify's own signal-based
+timeouts are switched off (they only work in a main thread and can be swallowed by a bare except).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+
+import sympy
+from math_verify import LatexExtractionConfig, parse, verify
+from sympy.core.function import AppliedUndef
+
+logging.getLogger("math_verify").setLevel(logging.ERROR)  # silence "timeout is disabled" on every call
+
+_EXTRACTION = [LatexExtractionConfig(boxed_match_priority=0)]
+_DECIMAL = re.compile(r"-?\d+\.(\d+)")
+_PARSE_CACHE_SIZE = 4096
+_parse_cache: OrderedDict[str, list | None] = OrderedDict()
+
+
+def parse_answer(latex: str) -> list | None:
+    """math-verify's parse of a normalised answer ([sympy object, text]), or None when unparsable.
+
+    Parsed answers are cached (a problem's N answers are compared with the same representatives).
+    """
+    if latex in _parse_cache:
+        _parse_cache.move_to_end(latex)
+        return _parse_cache[latex]
+    parsed = parse("\\boxed{" + latex + "}", extraction_config=_EXTRACTION, parsing_timeout=None) or None
+    _parse_cache[latex] = parsed
+    if len(_parse_cache) > _PARSE_CACHE_SIZE:
+        _parse_cache.popitem(last=False)
+    return parsed
+
+
+def check(gold: str, pred: str, symmetric: bool = False) -> bool | None:
+    """Is `pred` equivalent to `gold` (both normalised LaTeX)? None when either does not parse.
+
+    symmetric=True also tries the one-directional rules with the roles swapped (for answer classes,
+    where neither answer is the reference).
+    """
+    gold_parsed, pred_parsed = parse_answer(gold), parse_answer(pred)
+    if gold_parsed is None or pred_parsed is None:
+        return None
+    if _equivalent(gold_parsed, pred_parsed, pred):
+        return True
+    return symmetric and _equivalent(pred_parsed, gold_parsed, gold)
+
+
+def _equivalent(gold: list, pred: list, pred_text: str) -> bool:
+    if verify(gold, pred, timeout_seconds=None):
+        return True
+    return any(rule(gold[0], pred[0], pred_text) for rule in STRUCTURAL_RULES)
+
+
+def _same(a, b) -> bool:
+    return bool(verify([a], [b], timeout_seconds=None))
+
+
+# Structural rules: each gets the parsed gold and prediction (sympy objects) and the prediction's text.
+
+def inequality_as_interval(gold, pred, pred_text: str) -> bool:
+    """"k < -5" equals "(-\\infty, -5)"; "3 < \\lambda \\leq 4" equals "(3, 4]".
+
+    A condition on one variable describes the set of its values; references give the interval.
+    """
+    for condition, interval in ((pred, gold), (gold, pred)):
+        if isinstance(interval, sympy.Set) and _is_condition(condition) and len(condition.free_symbols) == 1:
+            try:
+                as_set = condition.as_set()
+            except Exception:  # sympy cannot solve it: not this rule's case
+                continue
+            if _same(interval, as_set):
+                return True
+    return False
+
+
+def _is_condition(expr) -> bool:
+    return isinstance(expr, (sympy.core.relational.Relational, sympy.And, sympy.Or)) and not isinstance(
+        expr, sympy.Eq
+    )
+
+
+def rounded_decimal(gold, pred, pred_text: str) -> bool:
+    """"85.71" for 600/7: a decimal with d >= 2 digits equals an exact value that has no finite
+    decimal form when it is that value rounded to d digits.
+
+    Only values with no exact decimal form (1/7, \\sqrt{2}) qualify: for 1/8 = 0.125 the exact
+    decimal exists, and "0.13" stays wrong.
+    """
+    match = _DECIMAL.fullmatch(pred_text)
+    if match is None or len(match.group(1)) < 2:
+        return False
+    if not isinstance(gold, sympy.Expr) or gold.free_symbols or _has_finite_decimal(gold):
+        return False
+    try:
+        exact = sympy.N(gold, 30)
+        if not exact.is_real:
+            return False
+        digits = len(match.group(1))
+        return abs(exact - sympy.Float(pred_text, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits
+    except Exception:  # not a number after all
+        return False
+
+
+def _has_finite_decimal(value) -> bool:
+    if value.is_Rational:
+        factors = set(sympy.factorint(value.q))
+        return factors <= {2, 5}
+    return bool(value.is_Float)
+
+
+def renamed_bound_variable(gold, pred, pred_text: str) -> bool:
+    """"f(z)=z" equals "f(x)=x"; "\\frac{\\pi}{6}+k\\pi" equals "\\frac{\\pi}{6}+n\\pi".
+
+    The argument of a function definition and the integer parameter of a family of periodic
+    solutions are bound names: when each side has exactly one free symbol and they differ, rename.
+    """
+    gold_symbols, pred_symbols = _free_symbols(gold), _free_symbols(pred)
+    if len(gold_symbols) != 1 or len(pred_symbols) != 1 or gold_symbols == pred_symbols:
+        return False
+    if not (_both_define_same_function(gold, pred) or (gold.has(sympy.pi) and pred.has(sympy.pi))):
+        return False
+    (old,), (new,) = pred_symbols, gold_symbols
+    try:
+        return _same(gold, pred.xreplace({old: new}))
+    except Exception:  # an object that cannot be rebuilt with the new symbol
+        return False
+
+
+def _free_symbols(expr) -> set:
+    try:
+        return {s for s in expr.free_symbols if isinstance(s, sympy.Symbol)}
+    except AttributeError:
+        return set()
+
+
+def _both_define_same_function(gold, pred) -> bool:
+    def defined(expr):
+        if isinstance(expr, sympy.Eq) and isinstance(expr.lhs, AppliedUndef) and len(expr.lhs.args) == 1:
+            return expr.lhs.func
+        return None
+
+    return defined(gold) is not None and defined(gold) == defined(pred)
+
+
+STRUCTURAL_RULES = (inequality_as_interval, rounded_decimal, renamed_bound_variable)
+"""Tried in order after plain math-verify says "not equal"."""
