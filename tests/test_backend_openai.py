@@ -257,8 +257,16 @@ def test_unknown_model_fails_at_once_with_a_fix(server):
 
 def test_context_overflow_becomes_prompt_too_long(server, model_dir):
     server.faults = [400]
-    with pytest.raises(ob.PromptTooLongError, match="prompt 0 has 4 tokens, but the model's context is 777"):
-        backend(server, model_dir).generate(["1+2="], SamplingParams(max_new_tokens=4))
+    with pytest.raises(ob.PromptTooLongError, match="prompt 0 has 4 tokens, but the model's context is 4"):
+        backend(server, model_dir, max_model_len=4).generate(["1+2="], SamplingParams(max_new_tokens=4))
+    assert len(server.bodies) == 1
+
+
+def test_context_overflow_of_the_budget_is_retried_with_the_room_left(server, model_dir):
+    server.faults = [400]
+    out = backend(server, model_dir, max_model_len=10).generate(["1+2="], SamplingParams(max_new_tokens=8))
+    assert [b["max_tokens"] for b in server.bodies] == [8, 6]
+    assert 1 <= out[0][0].num_tokens <= 6
 
 
 def test_refused_connection_is_retried_then_reported():

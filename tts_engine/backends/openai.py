@@ -310,12 +310,18 @@ class OpenAIBackend:
             return list(pool.map(fn, range(len(items)), items))
 
     def _post(self, index: int, prompt: str, body: dict) -> dict:
+        """POST a completions body; a context-length refusal is retried once with `max_tokens` cut to the
+        room the prompt leaves, or becomes PromptTooLongError when the prompt itself does not fit."""
         try:
             return self.client.request("/v1/completions", body)
         except ServerError as err:
-            if err.status == 400 and any(w in str(err).lower() for w in CONTEXT_ERROR_WORDS):
-                raise PromptTooLongError(index, len(self.encode(prompt)), self.max_model_len) from err
-            raise
+            if not (err.status == 400 and any(w in str(err).lower() for w in CONTEXT_ERROR_WORDS)):
+                raise
+            num_tokens = len(self.encode(prompt))
+            room = self.max_model_len - num_tokens
+            if room < 1 or room >= body["max_tokens"]:
+                raise PromptTooLongError(index, num_tokens, self.max_model_len) from err
+            return self.client.request("/v1/completions", {**body, "max_tokens": room})
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
         """`params.n` samples for each prompt, in input order: one request per prompt."""
