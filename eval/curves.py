@@ -133,7 +133,10 @@ def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if compute is None or reference is None:
                 table[name][axis] = {"reaches_at": None, "ratio": None, "note": "no parameter count in the run"}
                 continue
-            table[name][axis] = efficiency_ratio(compute, entry["accuracy"], target, reference[-1])
+            result = efficiency_ratio(compute, entry["accuracy"], target, reference[-1])
+            if name == "majority" and result["ratio"] and result["ratio"] > 1 + 1e-9 and not result["note"]:
+                result["note"] = "majority's own curve reaches its k=N accuracy before N (flat or noisy near N)"
+            table[name][axis] = result
     return table
 
 

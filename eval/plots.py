@@ -165,12 +165,48 @@ def default_title(curves: list[dict[str, Any]]) -> str:
     return f"Accuracy vs compute: " + ", ".join(c["label"] for c in curves)
 
 
+def plot_calibration(curves: list[dict[str, Any]], path: str | Path) -> Path | None:
+    """Reliability diagram: fraction of right samples against mean score per bin, one line per score kind."""
+    kinds = [(c, kind, m) for c in curves for kind, m in (c.get("verifier") or {}).items() if m["num_samples"]]
+    if not kinds:
+        return None
+    styles = line_styles([f"weighted:{kind}" for _, kind, _ in kinds])
+    fig, ax = plt.subplots(figsize=(7, 6.2), dpi=110)
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1, label="perfect calibration")
+    for c, kind, m in kinds:
+        bins = [b for b in m["calibration"]["bins"] if b["count"]]
+        index = curves.index(c)
+        prefix = f"{c['label']}: " if len(curves) > 1 else ""
+        colour = _lighten(styles[f"weighted:{kind}"][0], 0.45 * index / max(1, len(curves) - 1))
+        ece, auc = m["calibration"]["ece"], m["auroc"]
+        label = f"{prefix}{kind} (ECE {ece:.3f}, AUROC {auc:.3f})" if auc is not None else f"{prefix}{kind}"
+        ax.plot([b["mean_score"] for b in bins], [b["fraction_right"] for b in bins],
+                marker=MARKERS[index % len(MARKERS)], markersize=4,
+                color=colour, label=label)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(f"mean score in the bin ({len(kinds[0][2]['calibration']['bins'])} equal-width bins)")
+    ax.set_ylabel("fraction of the bin's samples that are right")
+    ax.set_title(f"Score calibration per sample: {', '.join(c['label'] for c in curves)}", fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write_plots(curves: list[dict[str, Any]], out_dir: str | Path, *, title: str | None = None,
                 only: list[str] | None = None) -> list[Path]:
-    """accuracy_vs_samples.png, accuracy_vs_tokens.png and (with a parameter count) accuracy_vs_flops.png."""
+    """accuracy_vs_samples.png, accuracy_vs_tokens.png, accuracy_vs_flops.png (with a parameter count) and
+    verifier_calibration.png (with scores and references)."""
     written = []
     for axis, (_, name) in PLOTS.items():
         path = plot_curves(curves, axis, Path(out_dir) / name, title=title, only=only)
         if path is not None:
             written.append(path)
+    calibration = plot_calibration(curves, Path(out_dir) / "verifier_calibration.png")
+    if calibration is not None:
+        written.append(calibration)
     return written
