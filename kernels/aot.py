@@ -44,7 +44,8 @@ def _compile(kernel, signature: dict, constexprs: dict, num_warps: int, num_stag
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    source = ASTSource(fn=kernel, signature=signature | {k: "constexpr" for k in constexprs}, constexprs=constexprs)
+    signature = signature | {name: "constexpr" for name in constexprs}
+    source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
     compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": num_warps, "num_stages": num_stages})
     registers, spills = _resource_usage(compiled.asm["cubin"])
@@ -73,7 +74,8 @@ def verifier_score_report(dtype: torch.dtype, batch: int, tiles: ScoreTiles | No
     ints = ("batch", "vocab", "dim", "stride_hb", "stride_wv", "yes_id", "no_id", "v_per_split", "splits")
     signature = {"h_ptr": ptr, "w_ptr": ptr} | {f"part_{n}_ptr": "*fp32" for n in ("max", "sum", "yes", "no")}
     signature |= {name: "i32" for name in ints}
-    constexprs = {"BLOCK_B": tiles.block_b, "BLOCK_V": tiles.block_v, "BLOCK_D": tiles.block_d, "UPCAST": False}
+    constexprs = {"BLOCK_B": tiles.block_b, "BLOCK_V": tiles.block_v, "BLOCK_D": tiles.block_d}
+    constexprs["UPCAST"] = False
     return _compile(kernel, signature, constexprs, tiles.num_warps, tiles.num_stages, arch)
 
 

@@ -59,7 +59,8 @@ def require_triton_mode(interpret: bool) -> None:
     if interpret:
         raise RuntimeError(
             "TRITON_INTERPRET=1 was set after triton was imported in this process; Triton fixes "
-            "interpreter-or-compiler at import: set it before the first `import triton` (or use backend='torch')"
+            "interpreter-or-compiler at import: set it before the first `import triton` "
+            "(or use backend='torch')"
         )
     raise RuntimeError(
         "triton was imported with TRITON_INTERPRET=1 and the variable is now unset; "

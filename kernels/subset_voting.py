@@ -147,36 +147,44 @@ def subset_vote_triton(
     return tuple(outs)
 
 
+def _describe(t: torch.Tensor) -> str:
+    return f"{t.dtype} {tuple(t.shape)}"
+
+
 def _validate(class_ids, scores, subsets, class_correct) -> int:
-    """Check shapes, dtypes and ranges; return C, the number of class ids. ValueError names the argument."""
+    """ValueError naming the argument and value for bad input; else 1 + the largest class id (0 if none)."""
     if class_ids.dim() != 2 or class_ids.dtype.is_floating_point or class_ids.dtype == torch.bool:
-        raise ValueError(f"class_ids must be a 2-D integer tensor (P, N), got {class_ids.dtype} {tuple(class_ids.shape)}")
+        raise ValueError(f"class_ids must be a 2-D integer tensor (P, N), got {_describe(class_ids)}")
     problems, n_samples = class_ids.shape
     if scores.shape != class_ids.shape or not scores.dtype.is_floating_point:
-        raise ValueError(f"scores must be a float tensor of shape {(problems, n_samples)}, got {scores.dtype} {tuple(scores.shape)}")
-    if scores.numel() and not bool(((scores >= 0) & (scores <= 1)).all()):
-        bad = scores[~((scores >= 0) & (scores <= 1))][0].item()
-        raise ValueError(f"scores must lie in [0, 1], got {bad}")
+        raise ValueError(f"scores must be a float tensor of shape {(problems, n_samples)}, "
+                         f"got {_describe(scores)}")
+    outside = ~((scores >= 0) & (scores <= 1))  # nan included
+    if bool(outside.any()):
+        raise ValueError(f"scores must lie in [0, 1], got {scores[outside][0].item()}")
     if class_ids.numel() and int(class_ids.min()) < -1:
         raise ValueError(f"class_ids must be >= -1 (-1 = no answer), got {int(class_ids.min())}")
     if subsets.dim() != 3 or subsets.shape[0] != problems:
-        raise ValueError(f"subsets must be (P={problems}, R, k) indices or (P, R, N) bool, got shape {tuple(subsets.shape)}")
+        raise ValueError(f"subsets must be (P={problems}, R, k) indices or (P, R, N) bool, "
+                         f"got {_describe(subsets)}")
     _validate_subsets(subsets, n_samples)
-    top = int(class_ids.max()) + 1 if class_ids.numel() else 0
+    top = max(int(class_ids.max()) + 1, 0) if class_ids.numel() else 0
     if class_correct is None:
-        return max(top, 0)
+        return top
     if class_correct.dim() != 2 or class_correct.shape[0] != problems or class_correct.dtype != torch.bool:
-        raise ValueError(f"class_correct must be a bool tensor (P={problems}, C), got {class_correct.dtype} {tuple(class_correct.shape)}")
+        raise ValueError(f"class_correct must be a bool tensor (P={problems}, C), "
+                         f"got {_describe(class_correct)}")
     if top > class_correct.shape[1]:
-        raise ValueError(f"class_ids must be below C={class_correct.shape[1]} (class_correct's width), got {top - 1}")
-    return class_correct.shape[1]
+        raise ValueError(f"class_ids must be below C={class_correct.shape[1]} (class_correct's width), "
+                         f"got {top - 1}")
+    return top
 
 
 def _validate_subsets(subsets: torch.Tensor, n_samples: int) -> None:
     """Index subsets: k <= N and every index in [0, N). Mask subsets: width N. Distinctness is not checked."""
     if subsets.dtype == torch.bool:
         if subsets.shape[2] != n_samples:
-            raise ValueError(f"a bool subsets mask must be (P, R, N={n_samples}), got shape {tuple(subsets.shape)}")
+            raise ValueError(f"a bool subsets mask must be (P, R, N={n_samples}), got {_describe(subsets)}")
         return
     if subsets.dtype.is_floating_point:
         raise ValueError(f"subsets must hold integer sample indices or be a bool mask, got {subsets.dtype}")
@@ -208,7 +216,7 @@ def subset_vote(
     (P, R, N) bool membership mask. class_correct: optional (P, C) bool, whether each class id is right.
     backend: "auto", "triton" or "torch" (see kernels/dispatch.py).
     """
-    num_classes = _validate(class_ids, scores, subsets, class_correct)
+    num_classes = _validate(class_ids, scores, subsets, class_correct)  # the table needs ids present only
     scores = scores.float()
     if resolve_backend(backend, class_ids, scores, subsets) == "triton":
         winners = subset_vote_triton(class_ids, scores, subsets)

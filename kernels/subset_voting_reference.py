@@ -38,67 +38,90 @@ def subset_vote_reference(
     subsets (P, R, k) int64 sample indices, or (P, R, N) bool membership mask.
     """
     problems, repeats, width = subsets.shape
-    per_problem = max(1, repeats * max(width, num_classes + 1))
-    block = max(1, block_elements // per_problem)
-    qscores = quantize_scores(scores)
     outs = [torch.full((problems, repeats), -1, dtype=torch.long, device=subsets.device) for _ in range(3)]
     if width == 0 or num_classes == 0:  # no sample, or no sample with an answer: nothing wins
         return tuple(outs)
+    class_ids = class_ids.long()
+    qscores, rank = quantize_scores(scores), best_of_n_rank(class_ids, scores)  # (P, N) each
+    block = max(1, block_elements // max(1, repeats * max(width, num_classes + 1)))
     for p0 in range(0, problems, block):
         rows = slice(p0, p0 + block)
-        members = _members(subsets[rows], class_ids.shape[1])
-        winners = _vote_block(class_ids[rows].long(), scores[rows], qscores[rows], *members, num_classes)
+        sample, member = _members(subsets[rows], class_ids.shape[1])
+        winners = _vote_block(class_ids[rows], qscores[rows], rank[rows], sample, member, num_classes)
         for out, winner in zip(outs, winners):
             out[rows] = winner
     return tuple(outs)
 
 
-def _members(subsets: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sample, member): (p, R, M) sample indices and whether each is in the subset."""
+def best_of_n_rank(class_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """(P, N) int64: 0 for samples without an answer, else 1 + rank by (score, then smaller index).
+
+    The highest rank in a subset is its best_of_n sample: one gather and one max per subset instead of a
+    max over scores and a second pass for ties. Ranks only compare scores, so they are exact.
+    """
+    n_samples = class_ids.shape[1]
+    descending_index = torch.arange(n_samples - 1, -1, -1, device=scores.device)
+    # a stable ascending sort of samples listed by descending index: equal scores keep the smaller
+    # index last, that is, ranked higher
+    order = descending_index[scores[:, descending_index].argsort(dim=1, stable=True)]  # (P, N) sample ids
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(1, n_samples + 1, device=scores.device)
+                                            .expand_as(order).contiguous())
+    return torch.where(class_ids >= 0, rank, 0)
+
+
+def _members(subsets: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(sample, member): (p, R, M) sample indices, and a membership mask (None: all are members)."""
     if subsets.dtype == torch.bool:
         sample = torch.arange(n_samples, device=subsets.device).expand(subsets.shape)  # (p, R, N)
         return sample, subsets
-    return subsets.long(), torch.ones(subsets.shape, dtype=torch.bool, device=subsets.device)
+    return subsets.long(), None
 
 
 def _vote_block(
-    class_ids: torch.Tensor, scores: torch.Tensor, qscores: torch.Tensor,
-    sample: torch.Tensor, member: torch.Tensor, num_classes: int,
+    class_ids: torch.Tensor, qscores: torch.Tensor, rank: torch.Tensor,
+    sample: torch.Tensor, member: torch.Tensor | None, num_classes: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Winners for one block of problems; class_ids etc. (p, N), sample and member (p, R, M)."""
     p, repeats, width = sample.shape
     n_samples = class_ids.shape[1]
     flat = sample.reshape(p, repeats * width)
     cls = class_ids.gather(1, flat).view(p, repeats, width)  # (p, R, M)
-    voting = member & (cls >= 0)
-    # 1. per-class count, exact score sum and first (smallest) sample index; slot 0 collects non-votes
-    slot = torch.where(voting, cls + 1, 0)
+    # 1. per-class count, exact score sum and smallest sample index in a (p, R, 1 + C) table; slot 0
+    #    collects samples without an answer and non-members and is dropped
+    slot = cls + 1 if member is None else (cls + 1) * member
     table = (p, repeats, num_classes + 1)
-    count = torch.zeros(table, dtype=torch.long, device=cls.device).scatter_add_(2, slot, voting.long())
-    q = torch.where(voting, qscores.gather(1, flat).view(p, repeats, width), 0)
-    total = torch.zeros(table, dtype=torch.long, device=cls.device).scatter_add_(2, slot, q)
-    seen = torch.where(voting, sample, n_samples)
+    count = torch.zeros(table, dtype=torch.long, device=cls.device)
+    count.scatter_add_(2, slot, torch.ones_like(slot))
+    total = torch.zeros(table, dtype=torch.long, device=cls.device)
+    total.scatter_add_(2, slot, qscores.gather(1, flat).view(p, repeats, width))
     first = torch.full(table, n_samples, dtype=torch.long, device=cls.device)
-    first = first.scatter_reduce_(2, slot, seen, reduce="amin")
+    first.scatter_reduce_(2, slot, sample if sample.is_contiguous() else sample.contiguous(), reduce="amin")
     count, total, first = count[..., 1:], total[..., 1:], first[..., 1:]  # (p, R, C)
-    # 2. lexicographic winners; `first` differs between present classes, so there is one winner
-    present = count > 0
-    majority = _lexicographic_argmax(present, (count, -first))
-    weighted = _lexicographic_argmax(present, (total, count, -first))
-    # 3. best_of_n: highest score, then smallest sample index
-    s = torch.where(voting, scores.gather(1, flat).view(p, repeats, width), -1.0)
-    top = voting & (s == s.amax(dim=2, keepdim=True))
-    pick = torch.where(top, sample, n_samples).argmin(dim=2, keepdim=True)  # (p, R, 1) position
-    best_of_n = torch.where(voting.any(dim=2), cls.gather(2, pick).squeeze(2), -1)
+    # 2. winners by lexicographic keys; `first` differs between present classes: one winner each
+    majority = _argmax_or_none(count * (n_samples + 1) + (n_samples - first))
+    weighted = _weighted_winner(count, total, first, n_samples)
+    # 3. best_of_n: the member with the highest rank (0 = no answer, or not a member)
+    key = rank.gather(1, flat).view(p, repeats, width)
+    key = key if member is None else key * member
+    top, pos = key.max(dim=2, keepdim=True)
+    best_of_n = torch.where(top > 0, cls.gather(2, pos), -1).squeeze(2)
     return majority, weighted, best_of_n
 
 
-def _lexicographic_argmax(present: torch.Tensor, keys: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Index along the last dim of the present entry with the largest keys, in order; -1 if none."""
-    candidate = present
-    for key in keys:
-        floor = torch.iinfo(key.dtype).min
-        masked = torch.where(candidate, key, floor)
+def _argmax_or_none(key: torch.Tensor) -> torch.Tensor:
+    """Argmax over the last dim of keys that are 0 for absent classes and > 0 for present ones; -1 if none."""
+    top, winner = key.max(dim=-1)
+    return torch.where(top > 0, winner, -1)
+
+
+def _weighted_winner(count, total, first, n_samples: int) -> torch.Tensor:
+    """Largest total, then count, then smaller first; one packed int64 key when it fits, else in turn."""
+    base = n_samples + 1
+    if (n_samples << SCORE_QUANTUM_BITS) * base * base < (1 << 62):  # N up to about 1000
+        return _argmax_or_none((total * base + count) * base + (n_samples - first))
+    candidate = count > 0
+    for key in (total, count, -first):
+        masked = torch.where(candidate, key, torch.iinfo(key.dtype).min)
         candidate = candidate & (masked == masked.amax(dim=-1, keepdim=True))
     winner = candidate.to(torch.uint8).argmax(dim=-1)
-    return torch.where(present.any(dim=-1), winner, -1)
+    return torch.where(candidate.any(dim=-1), winner, -1)

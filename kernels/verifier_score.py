@@ -169,7 +169,8 @@ def _validate(hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: in
         raise ValueError(f"weight must be 2-D (V, D), got shape {tuple(weight.shape)}")
     if hidden.shape[1] != weight.shape[1]:
         raise ValueError(
-            f"hidden and weight must share D, got hidden {tuple(hidden.shape)} and weight {tuple(weight.shape)}"
+            f"hidden and weight must share D, got hidden {tuple(hidden.shape)} "
+            f"and weight {tuple(weight.shape)}"
         )
     for name, t in (("hidden", hidden), ("weight", weight)):
         if t.dtype not in SUPPORTED_DTYPES:
@@ -216,6 +217,7 @@ def yes_no_score(logp_yes: torch.Tensor, logp_no: torch.Tensor) -> torch.Tensor:
     """
     if logp_yes.shape != logp_no.shape:
         raise ValueError(
-            f"logp_yes and logp_no must have one shape, got {tuple(logp_yes.shape)} and {tuple(logp_no.shape)}"
+            f"logp_yes and logp_no must have one shape, got {tuple(logp_yes.shape)} "
+            f"and {tuple(logp_no.shape)}"
         )
     return torch.sigmoid(logp_yes.float() - logp_no.float())

@@ -117,7 +117,8 @@ def test_yes_no_score_is_stable():
     score = yes_no_score(logp_yes, logp_no)
     assert torch.isfinite(score).all() and ((score >= 0) & (score <= 1)).all()
     torch.testing.assert_close(score[0].double(), p_yes[0] / (p_yes[0] + p_no[0]))
-    torch.testing.assert_close(score[1].double(), 1 / (1 + torch.exp(torch.tensor(-1.0, dtype=torch.float64))))
+    sigmoid_1 = 1 / (1 + torch.exp(torch.tensor(-1.0, dtype=torch.float64)))
+    torch.testing.assert_close(score[1].double(), sigmoid_1)
     assert score[2] == 0.0 and score[3] == 0.5
     with pytest.raises(ValueError, match="logp_yes and logp_no"):
         yes_no_score(torch.zeros(3), torch.zeros(4))
@@ -145,7 +146,7 @@ def test_triton_on_cpu_without_interpreter_says_how(monkeypatch):
 
 
 def test_import_without_triton_and_install_hint():
-    """`import tts_engine.kernels` never imports triton; without triton, backend='triton' says to install it."""
+    """Importing the package never imports triton; without triton, backend='triton' says to install it."""
     code = (
         "import sys; sys.modules['triton'] = None\n"
         "import torch, tts_engine.kernels as k\n"

@@ -79,6 +79,7 @@ CASES = [  # (P, N, R, k, classes, score_values)
     pytest.param(5, 12, 40, 6, 3, [0.1, 0.2, 0.3, 0.6], id="decimal-ties"),
     pytest.param(3, 1, 4, 1, 2, None, id="N1"),
     pytest.param(1, 9, 1, 9, 4, None, id="P1-R1-k=N"),
+    pytest.param(2, 1100, 6, 50, 8, [0.25, 0.5], id="N1100-weighted-keys-unpacked"),
 ]
 
 
@@ -98,7 +99,7 @@ def test_constructed_ties(backend):
     class_ids = torch.tensor([[1, 0, 0, 1, 2, -1, 3, 4, 4]])
     scores = torch.tensor([[0.25, 0.5, 0.25, 0.25, 0.75, 1.0, 0.75, 0.25, 0.25]])  # dyadic: sums are exact
     rows = [
-        [2, 1, 3, 0],  # counts tie 2-2: class 1 holds the smallest sample index (0), though sample 2 is listed first
+        [2, 1, 3, 0],  # counts tie 2-2: class 1 holds the smallest sample index (0), listed last
         [1, 4],  # counts tie 1-1 -> class 0 (sample 1); weighted 0.75 > 0.5 -> class 2
         [0, 3, 1],  # weighted sums tie 0.5 = 0.5 -> class 1 has more samples; best_of_n: sample 1
         [6, 5, 4],  # one vote each for 2 and 3 at 0.75, sample 5 (class -1, score 1.0) never wins -> sample 4
@@ -176,7 +177,7 @@ def test_reference_blocks_over_problems_agree():
     (lambda c, s, x: subset_vote(c - 2, s, x), "class_ids must be >= -1"),
     (lambda c, s, x: subset_vote(c, s, x, torch.ones(2, 2, dtype=torch.bool)), "below C=2"),
     (lambda c, s, x: subset_vote(c, s, x, torch.ones(3, 9, dtype=torch.bool)), "class_correct must be"),
-    (lambda c, s, x: subset_vote(c, s, torch.ones(2, 3, 7, dtype=torch.bool)), "mask must be \\(P, R, N=8\\)"),
+    (lambda c, s, x: subset_vote(c, s, torch.ones(2, 3, 7, dtype=torch.bool)), "mask must be \\(P, R, N=8"),
     (lambda c, s, x: subset_vote(c, s, x[0]), "subsets must be \\(P=2, R, k\\)"),
     (lambda c, s, x: subset_vote(c.float(), s, x), "class_ids must be a 2-D integer tensor"),
     (lambda c, s, x: subset_vote(c, s, x, backend="gpu"), "backend must be one of"),
