@@ -51,6 +51,10 @@ def main(verbose: bool) -> None:
     voting and best-of-N, and measure what each unit of compute bought.
     """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    if not verbose:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # weight-loading bars would drown the solve progress bar
 
 
 @main.command()
