@@ -81,3 +81,31 @@ def cosine_schedule(optimizer, total_steps: int, warmup_steps: int, min_ratio: f
         return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+SERVING_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "special_tokens_map.json", "tts_engine.json", TRAINING_CONFIG)
+
+
+def export_serving(run_dir: str | Path, dest: str | Path) -> Path:
+    """Copy what the engine serves (no optimizer state) from a training run to `dest`, replacing its files."""
+    import shutil
+
+    run_dir, dest = Path(run_dir), Path(dest)
+    if not (run_dir / "model.safetensors").is_file():
+        raise FileNotFoundError(f"no model.safetensors in {str(run_dir)!r}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.iterdir():
+        if old.is_file():
+            old.unlink()
+    for name in SERVING_FILES:
+        if (run_dir / name).is_file():
+            shutil.copy2(run_dir / name, dest / name)
+    return dest
+
+
+def default_model_path() -> Path:
+    """The checkpoint the engine serves when no model is given."""
+    import tts_engine
+
+    return Path(tts_engine.__file__).resolve().parent / "assets" / "default_model"

@@ -76,15 +76,17 @@ def rlv(config_file, quiet, **overrides) -> None:
 @click.option("--problems", "problems_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSONL problem set. [the bundled set]")
 @click.option("-n", "--samples", "n", type=int, default=64, show_default=True, help="Samples per problem.")
-@click.option("--limit", type=int, default=None, help="Only the first LIMIT problems.")
+@click.option("--per-level", type=int, default=None, help="Only the first PER_LEVEL problems of each level.")
 @click.option("--threads", type=int, default=1, show_default=True, help="torch CPU threads.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write the report as JSON.")
-def evaluate(model_dir, problems_path, n, limit, threads, out_path) -> None:
+def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
     """pass@1, majority / weighted / best-of-N at N=4,16,64 and verifier metrics of a checkpoint."""
     from .evaluate import evaluate as run, save_report, to_markdown
-    from .task import bundled_problems_path, load_problems
+    from .task import bundled_problems_path, first_per_level, load_problems
 
-    problems = load_problems(problems_path or bundled_problems_path())[:limit]
+    problems = load_problems(problems_path or bundled_problems_path())
+    if per_level is not None:
+        problems = first_per_level(problems, per_level)
     report = run(model_dir, problems, n=n, threads=threads)
     if out_path:
         save_report(report, out_path)
@@ -101,3 +103,13 @@ def make_problems(out, seed, per_level) -> None:
 
     click.echo(write_problem_set(out or bundled_problems_path(), EVAL_SEED if seed is None else seed,
                                  EVAL_PER_LEVEL if per_level is None else per_level))
+
+
+@train.command("export")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--to", "dest", default=None, help="Destination. [the package's default model]")
+def export(run_dir, dest) -> None:
+    """Copy a run's serving files (weights, tokenizer, tts_engine.json; no optimizer state) to the default model."""
+    from .checkpoint import default_model_path, export_serving
+
+    click.echo(export_serving(run_dir, dest or default_model_path()))

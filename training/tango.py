@@ -86,7 +86,9 @@ class TangoConfig:
     lr: float = 3e-4
     """Generator learning rate (AdamW, constant after warm-up)."""
     verifier_lr: float = 3e-4
-    """Verifier learning rate (warm-up SFT and RL)."""
+    """Verifier learning rate in its RL (or SFT-baseline) steps."""
+    warmup_lr: float = 1e-3
+    """Verifier learning rate in its warm-up steps."""
     temperature: float = 1.0
     """Sampling temperature of rollouts and of verifier RL samples."""
     max_new_tokens: int = 96
@@ -133,7 +135,12 @@ class Role:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def update(self, loss: torch.Tensor, clip: float = 1.0) -> None:
+    def update(self, loss: torch.Tensor, lr: float | None = None, clip: float = 1.0) -> None:
+        if lr is not None:  # the schedule's base rate (its factor still applies)
+            self.scheduler.base_lrs = [lr] * len(self.optimizer.param_groups)
+            factor = self.scheduler.lr_lambdas[0](self.scheduler.last_epoch)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr * factor
         self.model.train()
         self.optimizer.zero_grad()
         loss.backward()
@@ -199,7 +206,7 @@ class TangoTrainer:
         return out
 
     # --- the three kinds of step ---------------------------------------------------------------------------
-    def warmup_step(self) -> dict:
+    def warmup_step(self, lr: float | None = None) -> dict:
         """Verifier format SFT on fresh rollouts, targets from the outcome only (also the "sft" verifier step)."""
         c = self.config
         problems = self.ver_stream.batch(c.verifier_problems)
@@ -210,7 +217,7 @@ class TangoTrainer:
         targets = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in flat]
         weights = torch.tensor(tr.class_weights([ok for _, ok in flat]))
         loss = weighted_sft_loss(self.ver, vprompts, targets, weights)
-        self.ver.update(loss)
+        self.ver.update(loss, lr if lr is not None else c.warmup_lr)
         return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4)}
 
     def generator_step(self) -> dict:
@@ -270,7 +277,7 @@ class TangoTrainer:
         if c.verifier_mode == "frozen":
             return {"verifier": "frozen"}
         if c.verifier_mode == "sft":
-            return self.warmup_step()
+            return self.warmup_step(c.verifier_lr)
         problems = self.ver_stream.batch(c.verifier_problems)
         prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
         vprompts = self.verify_prompts(problems, prompts, samples)
@@ -293,7 +300,7 @@ class TangoTrainer:
                                [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep],
                                [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
                                adv[keep], c.clip_eps, self.ver.pad_id) * len(keep) / len(flat)
-            self.ver.update(loss)
+            self.ver.update(loss, c.verifier_lr)
             stats["verifier_pg_loss"] = round(loss.item(), 4)
         return stats
 
@@ -373,6 +380,7 @@ def _tango_command():
     @click.option("--format-weight", type=float, default=defaults.format_weight, show_default=True)
     @click.option("--lr", type=float, default=defaults.lr, show_default=True)
     @click.option("--verifier-lr", type=float, default=defaults.verifier_lr, show_default=True)
+    @click.option("--warmup-lr", type=float, default=defaults.warmup_lr, show_default=True)
     @click.option("--seed", type=int, default=defaults.seed, show_default=True)
     @click.option("--save-every", type=int, default=defaults.save_every, show_default=True)
     @click.option("--threads", type=int, default=defaults.threads, show_default=True)

@@ -139,6 +139,17 @@ def load_problems(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def first_per_level(records: list[dict], k: int) -> list[dict]:
+    """The first `k` records of each level, in file order (a fixed subset, chosen before any model is seen)."""
+    taken: dict = {}
+    out = []
+    for r in records:
+        taken[r.get("level")] = taken.get(r.get("level"), 0) + 1
+        if taken[r.get("level")] <= k:
+            out.append(r)
+    return out
+
+
 def bundled_problems_path() -> Path:
     """The engine's default problem set, shipped inside the package."""
     import tts_engine
