@@ -59,8 +59,12 @@ class AnswerClasses:
 @dataclass
 class _Class:
     form: AnswerForm
+    status: str
+    """Status of the representative and its exact/canonical duplicates."""
     comparable: bool
-    """False when its representative did not parse or took part in a timeout: math is not tried."""
+    """False when its representative did not parse or proved slow: no more math with it."""
+    proven: bool = False
+    """True once a check with this representative finished: a later timeout is the other side's."""
 
 
 @dataclass
@@ -92,8 +96,8 @@ def group_answers(
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0, got {timeout}")
     class_ids = [-1] * len(answers)
-    statuses = [NO_ANSWER] * len(answers)
-    placed: dict[str, tuple[int, str]] = {}  # exact string or canonical key -> (class id, status)
+    own_status: list[str | None] = [NO_ANSWER] * len(answers)  # None: the status of the answer's class
+    placed: dict[str, tuple[int, str | None]] = {}  # exact string or canonical key -> (class id, status)
     with ExitStack() as stack:
         state = _Grouping(pool or default_pool(), timeout, stack)
         for i, raw in enumerate(answers):
@@ -106,13 +110,14 @@ def group_answers(
                     continue
                 placed[text] = placed.get(form.key) or _place(state, form)
                 placed.setdefault(form.key, placed[text])
-            class_ids[i], statuses[i] = placed[text]
+            class_ids[i], own_status[i] = placed[text]
+    statuses = [status or state.classes[c].status for status, c in zip(own_status, class_ids)]
     representatives = _first_members(answers, class_ids, len(state.classes))
     return AnswerClasses(class_ids, representatives, statuses, state.math_checks, state.timeouts)
 
 
-def _place(state: _Grouping, form: AnswerForm) -> tuple[int, str]:
-    """Class id and status for a new bucket: an existing class it equals, else a new class."""
+def _place(state: _Grouping, form: AnswerForm) -> tuple[int, str | None]:
+    """(class id, "ok") for an existing class it equals, else (new class id, None)."""
     undecided = []
     for class_id, existing in enumerate(state.classes):
         verdict = quick_verdict(existing.form, form)
@@ -121,14 +126,13 @@ def _place(state: _Grouping, form: AnswerForm) -> tuple[int, str]:
         if verdict is None and existing.comparable:
             undecided.append(class_id)
     status = STATUS_OK if form.kind != TOO_LONG else UNPARSABLE
-    if form.kind == MATH and undecided:
+    if form.kind == MATH:
         status, class_id = _math_place(state, form, undecided)
         if class_id is not None:
             return class_id, STATUS_OK
-    elif form.kind == MATH:
-        status = _parse_status(state, form)
-    state.classes.append(_Class(form, comparable=status == STATUS_OK and form.kind == MATH))
-    return len(state.classes) - 1, status
+    comparable = status == STATUS_OK and form.kind == MATH
+    state.classes.append(_Class(form, status, comparable))
+    return len(state.classes) - 1, None
 
 
 def _parse_status(state: _Grouping, form: AnswerForm) -> str:
@@ -140,23 +144,48 @@ def _parse_status(state: _Grouping, form: AnswerForm) -> str:
 
 
 def _math_place(state: _Grouping, form: AnswerForm, candidates: list[int]) -> tuple[str, int | None]:
-    """Compare with each candidate class by math; (status, matching class id or None)."""
+    """Compare with each candidate class by math; (status, matching class id or None).
+
+    After a timeout, each side that has not finished a check yet is probed against "0": a side
+    that cannot finish even that is slow. A slow class takes no more math; a slow new answer (or,
+    when neither probe is slow, the new answer) becomes a class of its own with status "timeout".
+    """
     status = _parse_status(state, form)
     if status != STATUS_OK:
         return status, None
     for class_id in candidates:
         existing = state.classes[class_id]
-        left, right = comparison_pair(existing.form, form)
-        outcome, verdict = state.call(("check", left, right, True))
-        state.math_checks += 1
-        if outcome == TIMEOUT:
-            state.timeouts += 1
-            existing.comparable = False  # either side may be the slow one: stop using both
-            logger.warning("answer check timed out: %r vs %r", left[:80], right[:80])
-            return STATUS_TIMEOUT, None
-        if outcome == OK and verdict:
-            return STATUS_OK, class_id
+        if not existing.comparable:
+            continue
+        outcome, verdict = _check(state, existing.form.key, form.key, existing.form, form)
+        if outcome == OK:
+            existing.proven = True
+            if verdict:
+                return STATUS_OK, class_id
+        elif outcome == TIMEOUT:
+            class_is_slow = not existing.proven and _is_slow(state, existing.form)
+            if class_is_slow:
+                existing.comparable, existing.status = False, STATUS_TIMEOUT
+            if not class_is_slow or _is_slow(state, form):
+                return STATUS_TIMEOUT, None
     return STATUS_OK, None
+
+
+def _check(state: _Grouping, left: str, right: str, left_form=None, right_form=None) -> tuple[str, object]:
+    if left_form is not None:
+        left, right = comparison_pair(left_form, right_form)
+    outcome, verdict = state.call(("check", left, right, True))
+    state.math_checks += 1
+    if outcome == TIMEOUT:
+        state.timeouts += 1
+        logger.warning("answer check timed out: %r vs %r", left[:80], right[:80])
+    return outcome, verdict
+
+
+def _is_slow(state: _Grouping, form: AnswerForm) -> bool:
+    """Can this answer not even be compared with 0 within the deadline?"""
+    outcome, _ = _check(state, form.key, "0")
+    return outcome == TIMEOUT
 
 
 def _first_members(answers: Sequence[str | None], class_ids: list[int], num_classes: int) -> list[str]:

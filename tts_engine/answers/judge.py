@@ -53,6 +53,8 @@ class LLMJudge:
     prompt_template: text with {{QUESTION}}, {{GROUND_TRUTH_ANSWER}} and {{MODEL_ANSWER}}.
     max_new_tokens: reply budget (a few tokens for a True/False model; more for a thinking one).
     batch_size: prompts per backend call.
+    use_chat_template: send the prompt as a user turn through the backend's chat template (when it
+        has one), as TinyV's verifier was trained; otherwise the raw text.
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class LLMJudge:
         prompt_template: str = TINYV_PROMPT,
         max_new_tokens: int = 8,
         batch_size: int = 64,
+        use_chat_template: bool = True,
         cache_size: int = 100_000,
     ):
         if not callable(getattr(backend, "generate", None)):
@@ -75,6 +78,7 @@ class LLMJudge:
         self.prompt_template = prompt_template
         self.params = SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens)
         self.batch_size = batch_size
+        self.use_chat_template = use_chat_template
         self._cache: OrderedDict[tuple[str, str, str], bool | None] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -84,7 +88,13 @@ class LLMJudge:
         contains a placeholder string is not substituted again)."""
         values = {QUESTION: question or "", REFERENCE: reference, ANSWER: answer}
         pattern = "|".join(re.escape(p) for p in values)
-        return re.sub(pattern, lambda m: values[m.group(0)], self.prompt_template)
+        text = re.sub(pattern, lambda m: values[m.group(0)], self.prompt_template)
+        chat_template = getattr(self.backend, "apply_chat_template", None)
+        if self.use_chat_template and callable(chat_template):
+            chat = chat_template([{"role": "user", "content": text}])
+            if chat is not None:
+                return chat
+        return text
 
     def judge(self, items: Sequence[tuple[str, str, str]]) -> list[bool | None]:
         """Verdicts for (question, reference, answer) items, in input order."""

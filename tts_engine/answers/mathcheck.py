@@ -28,12 +28,16 @@ _parse_cache: OrderedDict[str, list | None] = OrderedDict()
 def parse_answer(latex: str) -> list | None:
     """math-verify's parse of a normalised answer ([sympy object, text]), or None when unparsable.
 
-    Parsed answers are cached (a problem's N answers are compared with the same representatives).
+    A parse with no math object (math-verify keeps just the text when its grammar fails) counts as
+    unparsable: comparing such texts is what the canonical keys already did. Parsed answers are cached
+    (a problem's N answers are compared with the same representatives).
     """
     if latex in _parse_cache:
         _parse_cache.move_to_end(latex)
         return _parse_cache[latex]
-    parsed = parse("\\boxed{" + latex + "}", extraction_config=_EXTRACTION, parsing_timeout=None) or None
+    parsed = parse("\\boxed{" + latex + "}", extraction_config=_EXTRACTION, parsing_timeout=None)
+    if not any(not isinstance(item, str) for item in parsed):
+        parsed = None
     _parse_cache[latex] = parsed
     if len(_parse_cache) > _PARSE_CACHE_SIZE:
         _parse_cache.popitem(last=False)
