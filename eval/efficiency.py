@@ -32,7 +32,10 @@ def first_reach(compute: list[float], accuracy: list[float], target: float) -> t
 
 def efficiency_ratio(compute: list[float], accuracy: list[float], target: float,
                      reference_compute: float) -> dict[str, Any]:
-    """{"reaches_at", "ratio" (reference_compute / reaches_at), "note"}; nulls when the target is never reached."""
+    """{"reaches_at", "ratio" (reference_compute / reaches_at), "note"}; nulls when the target is never reached
+    or is 0 (every curve starts there: no ratio means anything)."""
+    if target <= 0:
+        return {"reaches_at": None, "ratio": None, "note": "the target accuracy is 0: no ratio"}
     reaches_at, note = first_reach(compute, accuracy, target)
     ratio = reference_compute / reaches_at if reaches_at else None
     return {"reaches_at": reaches_at, "ratio": ratio, "note": note}

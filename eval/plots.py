@@ -124,6 +124,8 @@ def _draw_target(ax, c, axis, prefix, styles) -> str:
                     xytext=(-3, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.3")
     unit = {"samples": "fewer samples", "tokens": "fewer tokens", "flops": "fewer FLOPs"}[axis]
     lines = [f"{prefix}dashed line: majority@{c['num_samples']} = {target:.3f}"]
+    if target <= 0:
+        return lines[0] + "\n  no efficiency ratio: majority@N is 0"
     for strategy in ("weighted", "best_of_n"):
         best = best_efficiency(c, axis, strategy)
         if best is None:
@@ -153,7 +155,8 @@ def _format_axes(ax, curves, axis):
     ax.set_xlabel(PLOTS[axis][0])
     ax.set_ylabel("accuracy (fraction of problems right; ±1 s.e. shaded)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_ylim(bottom=max(0.0, ax.get_ylim()[0]), top=min(1.0, ax.get_ylim()[1]) + 0.0)
+    low, high = ax.get_ylim()
+    ax.set_ylim(max(-0.02, low), min(1.02, max(high, low + 0.05)))  # lines at 0 or 1 stay off the frame
 
 
 def default_title(curves: list[dict[str, Any]]) -> str:

@@ -31,6 +31,11 @@ def test_never_reaching_gives_null_with_a_note():
     assert "never reaches 0.5000 (best 0.3000)" in result["note"]
 
 
+def test_zero_target_gives_no_ratio():
+    result = efficiency_ratio([1, 2, 4], [0.0, 0.0, 0.1], 0.0, reference_compute=4)
+    assert result["ratio"] is None and "target accuracy is 0" in result["note"]
+
+
 def test_reaching_at_the_first_point_is_flagged_as_a_bound():
     result = efficiency_ratio([1, 2, 4], [0.7, 0.8, 0.9], 0.6, reference_compute=64)
     assert result["ratio"] == 64 and "lower bound" in result["note"]
