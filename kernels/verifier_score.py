@@ -47,9 +47,10 @@ def gpu_tiles(batch: int, dtype: torch.dtype) -> ScoreTiles:
 
     Not yet timed on a GPU (none was available when written; `python -m tts_engine.kernels.bench --sweep`
     times the candidates). Chosen by compiling ahead of time for sm_90 and reading register use
-    (`cuobjdump -res-usage`): every candidate uses 255 registers; stack spills, bf16: 128x128x64/8 warps
-    144 B, 128x128x32/8 warps 0 B, 64x128x32/8 warps 0 B; fp32 (ieee dot, no tensor cores):
-    128x128x32/8 warps 320 B, 128x64x32/8 warps 16 B. bf16 and fp16 compile to wgmma.
+    (`cuobjdump -res-usage`, 215-255 registers each); stack spills, bf16: 128x128x64/8 warps 144 B,
+    128x128x32/8 warps 0 B, 64x128x32/8 warps 0 B, 64x128x64/4 warps 480 B; fp32 (ieee dot, no tensor
+    cores): 128x128x32/8 warps 320 B, 128x64x32/8 warps 16 B. bf16 and fp16 compile to wgmma.
+    num_stages=3 is Triton's default (the sweep also times 2 and 4).
     target_programs = 4 x 132 SMs (H100/H200), so that B=256 (two row blocks) still fills the device.
     """
     block_b = 128 if batch > 64 else 64

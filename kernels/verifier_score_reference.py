@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 BLOCK_ELEMENTS = 1 << 24
-"""Most fp32 elements held at once, per logits block and per upcast weight block (64 MB each)."""
+"""Most fp32 elements held at once, per logits block and per upcast weight block (64 MB each).
+Measured on CPU (1 thread, B=256, D=1024, V=32000): 1.0 s at 2**24, 1.1-1.2 s at 2**20, 2**22, 2**26."""
 
 MAX_ROWS = 4096
 """Most hidden rows per block; 4096 x 4096 fp32 logits is one 64 MB block."""

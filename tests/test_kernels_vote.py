@@ -163,9 +163,12 @@ def test_reference_blocks_over_problems_agree():
     from tts_engine.kernels.subset_voting_reference import subset_vote_reference
 
     class_ids, scores, subsets = random_problem(7, 20, 30, 5, 4, seed=3)
+    class_ids[2] = -1  # a block without any answer
+    class_ids[4] = class_ids[4].clamp(max=1)  # a block with fewer classes than the rest
     whole = subset_vote_reference(class_ids, scores, subsets, 4)
     blocked = subset_vote_reference(class_ids, scores, subsets, 4, block_elements=100)
     assert all(torch.equal(a, b) for a, b in zip(whole, blocked))
+    assert torch.equal(torch.stack(blocked), oracle(class_ids, scores, subsets))
 
 
 @pytest.mark.parametrize("call,match", [
