@@ -17,9 +17,9 @@ import torch
 from .compute import compute_axes
 from .efficiency import efficiency_ratio
 from .pass_at_k import pass_at_k
+from .prefix_voting import prefix_vote_accuracy
 from .subsets import SubsetDrawer, is_enumerated, subset_sizes, subsets_per_k
 from .table import ResultsTable
-from .prefix_voting import prefix_vote_accuracy
 from .voting import strategy_names, vote_accuracy_chunked
 
 PASS_AT_K = "pass@k"
@@ -46,16 +46,7 @@ def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int
     names = [PASS_AT_K] + strategy_names(list(table.scores))
     out = {name: np.zeros((len(ks), p)) for name in names}
     use_prefix = backend == "prefix" or (backend == "auto" and not torch.cuda.is_available())
-    sampled = [k for k in ks if not is_enumerated(n, k, num_subsets)]
-    walked: dict[int, dict[str, np.ndarray]] = {}
-    if use_prefix:
-        if sampled:  # one walk along the R random orders: their prefixes give every sampled k
-            walked = prefix_vote_accuracy(table.class_ids, table.class_correct, table.scores,
-                                          *drawer.plan(max(sampled)), sampled)
-        for k in ks:
-            if k not in walked:  # all C(N, k) subsets, each walked to its end
-                walked.update(prefix_vote_accuracy(table.class_ids, table.class_correct, table.scores,
-                                                   *drawer.plan(k), [k]))
+    walked = _walk_subsets(table, drawer, ks) if use_prefix else {}
     for i, k in enumerate(ks):
         out[PASS_AT_K][i] = pass_at_k(num_correct, n, k)
         votes = walked.get(k)
@@ -66,6 +57,18 @@ def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int
         for name, values in votes.items():
             out[name][i] = values
     return out
+
+
+def _walk_subsets(table: ResultsTable, drawer: SubsetDrawer, ks: list[int]) -> dict[int, dict[str, np.ndarray]]:
+    """k -> strategy -> (P,) by prefix walks: one along the R random orders for every sampled k (their
+    prefixes), and one over all C(N, k) subsets for each enumerated k."""
+    sampled = [k for k in ks if not is_enumerated(drawer.n, k, drawer.num_subsets)]
+    args = (table.class_ids, table.class_correct, table.scores)
+    walked = prefix_vote_accuracy(*args, *drawer.plan(max(sampled)), sampled) if sampled else {}
+    for k in ks:
+        if k not in walked:
+            walked.update(prefix_vote_accuracy(*args, *drawer.plan(k), [k]))
+    return walked
 
 
 def summarize_rows(values: np.ndarray, num_drawn: list[int], exact: list[bool]) -> dict[str, list[float]]:

@@ -1,9 +1,9 @@
 """PNG plots of curves: accuracy against samples per problem and against tokens per problem.
 
 One colour per score kind (weighted solid, best-of-N dashed; majority black; pass@k a grey dotted oracle
-line), one marker shape and shade (later files lighter) per results file, a shaded band of +-1 standard error, and a dashed horizontal line
-at majority@N with a cross where the best weighted and best-of-N lines reach it, their efficiency ratios
-written in the corner.
+line), one marker shape and shade (later files lighter) per results file, a shaded band of +-1 standard
+error, and a dashed horizontal line at majority@N with a cross where the best weighted and best-of-N lines
+reach it, their efficiency ratios written in the corner.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def default_title(curves: list[dict[str, Any]]) -> str:
     if len(curves) == 1:
         return (f"{model} on {first['label']}: {first['num_problems_scored']} problems, "
                 f"N = {first['num_samples']} samples each")
-    return f"Accuracy vs compute: " + ", ".join(c["label"] for c in curves)
+    return "Accuracy vs compute: " + ", ".join(c["label"] for c in curves)
 
 
 def plot_calibration(curves: list[dict[str, Any]], path: str | Path) -> Path | None:

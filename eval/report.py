@@ -59,7 +59,8 @@ def format_table(c: dict[str, Any]) -> str:
     for name, entry in c["strategies"].items():
         lines.append(f"{strategy_label(name):<{width}}" + "".join(f"{a:>8.3f}" for a in entry["accuracy"])
                      + f"{entry['se'][-1]:>8.3f}")
-    lines.append(f"tokens per problem at k=N: generated {c['strategies']['majority']['compute']['generated_tokens'][-1]:,.0f}")
+    generated = c["strategies"]["majority"]["compute"]["generated_tokens"][-1]
+    lines.append(f"generated tokens per problem at k=N: {generated:,.0f}")
     lines.append(f"efficiency vs majority@{c['num_samples']} = {c['majority_at_n']:.3f} "
                  "(compute ratio majority@N / strategy at the same accuracy)")
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")

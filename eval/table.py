@@ -102,10 +102,12 @@ def load_results(path: str | Path) -> ResultsTable:
 
 def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
     """Arrays from results records (dicts in the results format)."""
+    records = list(records)
+    empty = sum(1 for r in records if not r.get("samples"))
     records = [r for r in records if r.get("samples")]
     if not records:
         raise ValueError("no results record has any samples")
-    notes: list[str] = []
+    notes = [f"{empty} problems without samples left out"] if empty else []
     sizes = [len(r["samples"]) for r in records]
     n = min(sizes)
     if max(sizes) != n:

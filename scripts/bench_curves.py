@@ -102,8 +102,8 @@ def loop_versus_batched(table, args) -> tuple[float, float, float]:
     CPU_SECONDS["loop"] = 0.0
     for i, k in enumerate(ks):
         subsets = drawer.subsets(k, np.arange(part.num_problems))
-        looped, seconds = timed(lambda: loop_vote_accuracy(part.class_ids, part.class_correct, part.scores, subsets),
-                                "loop_k")
+        looped, seconds = timed(lambda s=subsets: loop_vote_accuracy(part.class_ids, part.class_correct, part.scores,
+                                                                     s), "loop_k")
         loop_s += seconds
         CPU_SECONDS["loop"] += CPU_SECONDS["loop_k"]
         diff = max(diff, max(float(np.abs(looped[name] - batched[name][i]).max()) for name in looped))
