@@ -33,7 +33,12 @@ def _limit_of(solve_args: tuple[str, ...]) -> int | None:
 
 
 def _merge_and_report(shards, out, order) -> None:
+    from .results import read_results
+    from .summary import format_summary, summarize
+
     report = merge_results(shards, out, problem_order=order)
+    if report.written:
+        click.echo(format_summary(summarize(list(read_results(out)))))
     click.echo(f"{out}: {report.describe()}", err=True)
     if not report.complete:
         raise click.ClickException(f"{len(report.missing)} problems have no results yet; rerun the missing "
