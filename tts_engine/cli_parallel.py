@@ -38,7 +38,10 @@ def _merge_and_report(shards, out, order) -> None:
 
     report = merge_results(shards, out, problem_order=order)
     if report.written:
-        click.echo(format_summary(summarize(list(read_results(out)))))
+        try:
+            click.echo(format_summary(summarize(list(read_results(out)))))
+        except (KeyError, TypeError) as err:
+            click.echo(f"(no summary: records lack the field {err})", err=True)
     click.echo(f"{out}: {report.describe()}", err=True)
     if not report.complete:
         raise click.ClickException(f"{len(report.missing)} problems have no results yet; rerun the missing "
