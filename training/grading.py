@@ -41,10 +41,9 @@ def answer_key(answer: str | None) -> str | None:
     if answer is None:
         return None
     text = answer.strip().replace(",", "")
-    try:
+    if text.lstrip("-").isdigit():
         return str(int(text))
-    except ValueError:
-        return text or None
+    return text or None
 
 
 def reward(text: str, reference: str) -> float:
@@ -52,8 +51,11 @@ def reward(text: str, reference: str) -> float:
     answer = extract(text)
     if answer is None:
         return 0.0
-    if answer_key(answer) == answer_key(reference):
+    key, ref_key = answer_key(answer), answer_key(reference)
+    if key == ref_key:
         return 1.0
+    if _is_int(key) and _is_int(ref_key):  # two different integers: no equivalence check needed
+        return 0.0
     shared = _shared()
     if shared is not None:
         try:
@@ -61,3 +63,7 @@ def reward(text: str, reference: str) -> float:
         except Exception:
             return 0.0
     return 0.0
+
+
+def _is_int(key: str | None) -> bool:
+    return key is not None and key.lstrip("-").isdigit()
