@@ -20,9 +20,10 @@ import numpy as np
 
 QUANT_BITS = 32
 """Score quantum 2**-32, as the subset-vote kernel uses (lowered only when N > 512 to keep keys in 63 bits)."""
-TABLE_ENTRIES = 1 << 20
-"""Rows x (classes + 1) per chunk of problems: each int64 table <= 8 MB. CPU time at 500 problems x 256
-samples was flat from 2**17 to 2**20 (about 1.1 s per 100 problems) and rose by 70% at 2**24."""
+TABLE_ENTRIES = 1 << 17
+"""Rows x (classes + 1) per chunk of problems (each int64 table <= 1 MB, cache-sized). CPU seconds for
+200 problems x 256 samples, R = 1000, 3 score kinds (this 2-core machine, shared): 2**16: 1.73,
+2**17: 1.52, 2**18: 1.67, 2**20: 1.73, 2**22: 2.06 (mean of two runs)."""
 
 
 def prefix_vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
@@ -55,49 +56,53 @@ def prefix_vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, score
 def _walk(class_ids, class_correct, scores, relabel, shared, checkpoints):
     """One chunk of problems: running winner keys along the orders, graded at each checkpoint.
 
-    A key's low bits hold n - 1 - (a sample index of the winning class), so the key alone names the winner;
-    key 0 means no answer yet (every real key is > 0).
+    Keys are int64 bit fields compared with `>`; their low bits hold n - 1 - (a sample index of the winning
+    class), so a key alone names its winner. Key 0: no answer yet (every real key is > 0).
+    majority: count | n-1-first;  weighted: score sum | count | n-1-first;  best_of_n: 1 + (score | n-1-index).
     """
     p, n = class_ids.shape
     r, depth = shared.shape
-    m = p * r
+    m, kinds = p * r, list(scores)
     bits = n.bit_length()  # sample indices < 2**bits, counts <= n < 2**bits
-    quant_bits = min(QUANT_BITS, 62 - 3 * bits)
     width = int(class_ids.max(initial=-1)) + 1
+    cls_of, low_of, quant_of, best_of = _sample_attributes(class_ids, scores, width, bits)  # each (p*N,)
     offsets = (np.arange(p) * n)[:, None]  # (p, 1)
-    relabel_flat = (relabel + offsets).reshape(-1)  # (p*N,) flat sample position of each relabelled index
-    cls_flat = np.where(class_ids >= 0, class_ids, width).reshape(-1)  # class -1 -> spare column `width`
-    count = np.zeros((width + 1) * m, dtype=np.int64)  # (C + 1, M) tables, flattened
-    first = np.full((width + 1) * m, n, dtype=np.int64)
-    totals = {kind: np.zeros((width + 1) * m, dtype=np.int64) for kind in scores}
-    quant = {kind: _quantise(v, quant_bits).reshape(-1) for kind, v in scores.items()}  # (p*N,)
-    names = ["majority"] + [f"weighted:{kind}" for kind in scores]
-    key = {name: np.zeros(m, dtype=np.int64) for name in names}  # (M,)
-    steps = _Steps(relabel_flat, offsets, shared)
-    column = np.arange(m)
+    steps = _Steps((relabel + offsets).reshape(-1), offsets, shared)
+    tiebreaks = np.zeros((width + 1) * m, dtype=np.int64)  # per (class, row): count | n-1-first, 0 if empty
+    totals = [np.zeros((width + 1) * m, dtype=np.int64) for _ in kinds]  # per (class, row): score sums
+    keys = {name: np.zeros(m, dtype=np.int64) for name in _strategy_order(kinds)}  # (M,) running winners
+    column, low = np.arange(m), (1 << bits) - 1
     out: dict[int, dict[str, np.ndarray]] = {}
     for t in range(depth):
-        flat = steps.at(t)  # (M,) flat sample positions of the t-th member of every subset
-        cls = cls_flat.take(flat)  # (M,)
+        flat = steps.at(t)  # (M,) the t-th sample of every subset
+        cls = cls_of.take(flat)
         voting = cls < width
         at = cls * m + column
-        tally = count.take(at) + 1
-        count[at] = tally
-        earliest = np.minimum(first.take(at), flat % n)
-        first[at] = earliest
-        tiebreak = ((tally << bits) | (n - 1 - earliest)) * voting  # more samples, then smaller first index
-        np.maximum(key["majority"], tiebreak, out=key["majority"])
-        for kind in scores:
-            total = totals[kind].take(at) + quant[kind].take(flat)
-            totals[kind][at] = total
-            np.maximum(key[f"weighted:{kind}"], ((total << (2 * bits)) | tiebreak) * voting,
-                       out=key[f"weighted:{kind}"])
+        old = tiebreaks.take(at)
+        tiebreak = (((old >> bits) + 1) << bits) | np.maximum(old & low, low_of.take(flat))
+        tiebreaks[at] = tiebreak
+        tiebreak *= voting
+        np.maximum(keys["majority"], tiebreak, out=keys["majority"])
+        for j, kind in enumerate(kinds):
+            total = totals[j].take(at) + quant_of[j].take(flat)
+            totals[j][at] = total
+            candidate = (total << (2 * bits)) | tiebreak
+            np.maximum(keys[f"weighted:{kind}"], candidate * voting, out=keys[f"weighted:{kind}"])
+            np.maximum(keys[f"best_of_n:{kind}"], best_of[j].take(flat), out=keys[f"best_of_n:{kind}"])
         if t + 1 in checkpoints:
-            out[t + 1] = {name: _grade(k, class_ids, class_correct, r, bits) for name, k in key.items()}
-    for kind, values in scores.items():
-        for k, graded in _best_of_n(values, class_ids, class_correct, steps, checkpoints, r, bits).items():
-            out[k][f"best_of_n:{kind}"] = graded
-    return {k: {name: by_name[name] for name in _strategy_order(scores)} for k, by_name in out.items()}
+            out[t + 1] = {name: _grade(key, name, class_ids, class_correct, r, bits) for name, key in keys.items()}
+    return out
+
+
+def _sample_attributes(class_ids, scores, width, bits):
+    """Per sample, flattened to (p*N,) int64: class (-1 -> `width`), n-1-index, and per score kind the
+    quantised score and the best-of-N key (0 for samples without an answer)."""
+    p, n = class_ids.shape
+    quant_bits = min(QUANT_BITS, 62 - 3 * bits)
+    low = np.broadcast_to(n - 1 - np.arange(n), (p, n))
+    quant = [_quantise(v, quant_bits).reshape(-1) for v in scores.values()]
+    best = [np.where(class_ids >= 0, ((_float32_bits(v) << bits) | low) + 1, 0).reshape(-1) for v in scores.values()]
+    return np.where(class_ids >= 0, class_ids, width).reshape(-1), low.reshape(-1), quant, best
 
 
 class _Steps:
@@ -110,34 +115,13 @@ class _Steps:
     def at(self, t: int) -> np.ndarray:
         return self.relabel_flat.take((self.offsets + self.by_step[t]).reshape(-1))  # (M,)
 
-    def block(self, start: int, stop: int) -> np.ndarray:
-        """(stop - start, M) positions for steps start..stop-1."""
-        index = self.offsets[None, :, :] + self.by_step[start:stop, None, :]  # (T, p, R)
-        return self.relabel_flat.take(index.reshape(stop - start, -1))
 
-
-def _best_of_n(scores, class_ids, class_correct, steps, checkpoints, r, bits) -> dict[int, np.ndarray]:
-    """Highest float32 score, then smallest sample index: the maximum of one key per sample over each prefix."""
-    n = class_ids.shape[1]
-    sample_key = (_float32_bits(scores) << bits) | (n - 1 - np.arange(n))  # (p, N)
-    sample_key = np.where(class_ids >= 0, sample_key + 1, 0).reshape(-1)  # +1: every answer's key > 0
-    running = np.zeros(class_ids.shape[0] * r, dtype=np.int64)  # (M,)
-    out, done = {}, 0
-    per_block = max(1, TABLE_ENTRIES // len(running))  # steps per (T, M) block
-    for k in sorted(checkpoints):
-        for start in range(done, k, per_block):
-            block = steps.block(start, min(k, start + per_block))  # (T, M)
-            np.maximum(running, sample_key.take(block).max(axis=0), out=running)
-        done = k
-        out[k] = _grade(np.maximum(running - 1, 0), class_ids, class_correct, r, bits, empty=running == 0)
-    return out
-
-
-def _grade(key, class_ids, class_correct, r, bits, empty=None) -> np.ndarray:
-    """(p,) mean over each problem's R rows of: the key's winning class is correct (key 0: no answer, wrong)."""
+def _grade(key, name, class_ids, class_correct, r, bits) -> np.ndarray:
+    """(p,) mean over each problem's R rows of: the key's winning class is correct (key 0, no answer: wrong)."""
     p, n = class_ids.shape
-    empty = key == 0 if empty is None else empty
-    sample = n - 1 - (key & ((1 << bits) - 1))  # (M,)
+    empty = key == 0
+    value = key - 1 if name.startswith("best_of_n:") else key  # best-of-N keys carry a +1
+    sample = n - 1 - (np.maximum(value, 0) & ((1 << bits) - 1))  # (M,)
     rows = np.repeat(np.arange(p), r)
     winner = class_ids[rows, np.clip(sample, 0, n - 1)]
     right = class_correct[rows, np.maximum(winner, 0)] & (winner >= 0) & ~empty

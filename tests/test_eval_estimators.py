@@ -193,3 +193,16 @@ def test_compute_axes():
     verified = c["strategies"]["weighted:verifier_yes_no"]["compute"]
     assert verified["tokens"] == pytest.approx([(per_sample + 100) * k for k in (1, 2, 4)])
     assert verified["flops"] == pytest.approx([2 * 1000 * (per_sample + 100) * k for k in (1, 2, 4)])
+
+
+def test_prefix_walk_in_many_small_chunks_gives_the_same_result(monkeypatch):
+    from tts_engine.eval import prefix_voting
+
+    table = table_from_records(synthetic_records(12, 16, seed=9))
+    whole = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="prefix")
+    monkeypatch.setattr(prefix_voting, "TABLE_ENTRIES", 64)  # one problem per chunk
+    chunked = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="prefix")
+    kernel = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="torch")
+    for name, values in whole.items():
+        np.testing.assert_array_equal(chunked[name], values)
+        np.testing.assert_allclose(kernel[name], values, atol=1e-6)
