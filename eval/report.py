@@ -68,9 +68,27 @@ def format_table(c: dict[str, Any]) -> str:
         samples, tokens = axes["samples"], axes["tokens"]
         lines.append(f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
                      f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {samples['note']}")
+    lines.extend(format_groups(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
     lines.extend(f"note: {note}" for note in c["notes"])
     return "\n".join(lines)
+
+
+def format_groups(c: dict[str, Any]) -> list[str]:
+    """Accuracy at k = N of every strategy per value of each breakdown field (level, subject, ...)."""
+    if not c["groups"]:
+        return []
+    names = list(c["strategies"])
+    short = {name: name.replace("best_of_n", "bon").replace("weighted", "w").replace("verifier_", "v_")
+             for name in names}
+    width = max(12, *(len(s) + 1 for s in short.values()))
+    lines = ["accuracy at k=N by group (w = weighted, bon = best-of-N, v_ = verifier_)"]
+    for field, groups in c["groups"].items():
+        lines.append(f"{field:<24}{'problems':>9}" + "".join(f"{short[n]:>{width}}" for n in names))
+        for value, group in groups.items():
+            cells = "".join(f"{group['strategies'][n]['accuracy'][-1]:>{width}.3f}" for n in names)
+            lines.append(f"  {value:<22}{group['num_problems']:>9}" + cells)
+    return lines
 
 
 def format_verifier(metrics: dict[str, Any]) -> list[str]:
