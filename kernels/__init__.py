@@ -5,8 +5,8 @@
 - subset_vote: majority / weighted / best-of-N winners over R random subsets per problem (accuracy curves).
 
 Importing this package never imports triton. backend="auto" uses Triton for CUDA tensors when triton is
-installed and the torch reference otherwise; backend="triton" off a GPU needs TRITON_INTERPRET=1 in the
-environment before the call (see dispatch.py).
+installed and the torch reference otherwise; backend="triton" off a GPU runs Triton's interpreter, which
+needs TRITON_INTERPRET=1 in the environment before triton is first imported (see dispatch.py).
 """
 
 from .subset_voting import SubsetVotes, subset_vote

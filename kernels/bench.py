@@ -2,7 +2,8 @@
 
     python -m tts_engine.kernels.bench            # GPU: full shapes, a few minutes
     python -m tts_engine.kernels.bench --quick    # small shapes; on CPU the kernels run in the interpreter
-    python -m tts_engine.kernels.bench --only vote --impl torch   # CPU: the reference at the curves' size
+    python -m tts_engine.kernels.bench --only vote --impl torch --threads 1   # CPU: curves-size reference
+    python -m tts_engine.kernels.bench --only score --score-shape 256,1536,32000 --impl naive --impl torch
     python -m tts_engine.kernels.bench --sweep    # GPU: time candidate tiles of the verifier-score kernel
     python -m tts_engine.kernels.bench --aot      # any machine: compile for sm_90, report registers/spills
 
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="implementations to run (repeatable; default: all that apply)")
     parser.add_argument("--repeats", type=int, help="timed calls per row (default 10 on GPU, 2 on CPU)")
     parser.add_argument("--sweep", action="store_true", help="GPU: time candidate verifier-score tiles")
+    parser.add_argument("--score-shape", action="append", metavar="B,D,V",
+                        help="verifier-score shape instead of the defaults (repeatable)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--aot", action="store_true", help="compile for sm_90 and report resources")
     args = parser.parse_args(argv)
@@ -202,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     if args.only in (None, "score"):
         shapes = QUICK_SCORE_SHAPES if args.quick else SCORE_SHAPES
+        if args.score_shape:
+            shapes = [tuple(int(x) for x in shape.split(",")) for shape in args.score_shape]
         rows += bench_score(shapes, args.impl or ["naive", "torch", "triton"], device, repeats)
     if args.only in (None, "vote"):
         shape, ks = (QUICK_VOTE_SHAPE, QUICK_VOTE_KS) if args.quick else (VOTE_SHAPE, VOTE_KS)
