@@ -178,4 +178,23 @@ def test_keys_with_swapped_values_are_not_settled_by_strings():
 def test_long_answers_are_left_alone():
     long = "1+" * n.MAX_ANSWER_CHARS + "1"
     assert n.normalize_answer(" " + long + " ") == long
-    assert answer_form(long).kind == "too_long"
+    assert answer_form(long).kind == "uncheckable"
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [("10^{10^{10^{10}}}", True), ("9^{9^{9}}", True), ("10^{200000}", True), ("2^{2023}", False), ("2^{2^{n}}+1", False),
+     ("x^{1000}", False), ("(1+x)^{1000000}", True), ("1000000!", True), ("100!", False), ("\\binom{1000000000}{5}", True),
+     ("\\binom{10}{5}", False), ("\\binom{10^{9}}{437881267}", True), ("\\binom{n}{2}", False), ("{" * 40 + "1" + "}" * 40, True), ("\\frac{\\frac{1}{2}}{3}", False)],
+)
+def test_guards_keep_math_off_hopeless_answers(answer, expected):
+    from tts_engine.answers.guards import uncheckable
+
+    assert uncheckable(answer) is expected
+    assert (answer_form(answer).kind == "uncheckable") is expected
+
+
+def test_uncheckable_answers_still_match_as_written():
+    tower = "10^{10^{10}}"
+    assert quick_verdict(answer_form(tower), answer_form(" " + tower + " ")) is True
+    assert quick_verdict(answer_form(tower), answer_form("10^{10^{11}}")) is None  # undecided, no math

@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .forms import EMPTY, MATH, TOO_LONG, AnswerForm, answer_form, comparison_pair, quick_verdict
+from .forms import EMPTY, MATH, UNCHECKABLE, AnswerForm, answer_form, comparison_pair, quick_verdict
 from .pool import DEFAULT_TIMEOUT, OK, TIMEOUT, CheckPool, Worker, default_pool
 
 logger = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def _place(state: _Grouping, form: AnswerForm) -> tuple[int, str | None]:
             return class_id, STATUS_OK
         if verdict is None and existing.comparable:
             undecided.append(class_id)
-    status = STATUS_OK if form.kind != TOO_LONG else UNPARSABLE
+    status = STATUS_OK if form.kind != UNCHECKABLE else UNPARSABLE
     if form.kind == MATH:
         status, class_id = _math_place(state, form, undecided)
         if class_id is not None:

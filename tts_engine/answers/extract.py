@@ -11,6 +11,13 @@ import re
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 """LaTeX commands whose argument is the final answer."""
 
+MAX_BOX_CHARS = 100_000
+"""A box whose content runs longer than this is no answer (None): the scan for its closing brace stops
+there, which bounds the cost of hostile inputs (real final answers are a few dozen characters)."""
+
+_SPACES = re.compile(r"[ \t]*")
+_BARE_TOKEN = re.compile(r"[^\s$]*")
+_BRACE_OR_ESCAPE = re.compile(r"\\.|[{}]", re.DOTALL)
 _ANSWER_PHRASE = re.compile(r"\banswer\b[ \t]*(?:is\b[ \t]*:?|:)[ \t]*", re.IGNORECASE)
 _TRAILING = " \t.;,"
 
@@ -20,8 +27,8 @@ def extract_answer(text: str) -> str | None:
 
     1. The content of the last `\\boxed{...}` / `\\fbox{...}` (nested braces; `\\{` and `\\}` are
        literal braces and do not nest), or the token after `\\boxed ` written without braces.
-       When that last box is never closed (a truncated sample) the answer is None: an earlier box
-       is an intermediate result, not the final answer.
+       When that last box is never closed (a truncated sample), or its content runs past
+       MAX_BOX_CHARS, the answer is None: an earlier box is an intermediate result, not the final answer.
     2. Else the text after the last "answer is" / "answer:" on its line, trimmed of a trailing
        period and of `$`/`**` wrappers.
     3. Else None. An empty answer is None too.
@@ -52,37 +59,29 @@ def _last_box_argument_start(text: str) -> int | None:
 
 
 def _box_argument(text: str, start: int) -> str | None:
-    """The braced (or bare-token) argument that starts at `start`, or None if it never closes."""
-    i = start
-    while i < len(text) and text[i] in " \t":
-        i += 1
+    """The braced (or bare-token) argument that starts at `start`, or None if it never closes
+    (within MAX_BOX_CHARS)."""
+    i = _SPACES.match(text, start).end()
     if i >= len(text):
         return None
     if text[i] != "{":
         return _bare_token(text, i)
     depth = 0
-    j = i
-    while j < len(text):
-        ch = text[j]
-        if ch == "\\":
-            j += 2  # an escaped character (\{, \}, \\) never opens or closes a group
-            continue
-        if ch == "{":
+    for match in _BRACE_OR_ESCAPE.finditer(text, i, min(len(text), i + MAX_BOX_CHARS + 2)):
+        token = match.group(0)
+        if token == "{":
             depth += 1
-        elif ch == "}":
+        elif token == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j]
-        j += 1
+                return text[i + 1 : match.start()]
+        # an escaped character (\{, \}, \\) never opens or closes a group
     return None
 
 
 def _bare_token(text: str, i: int) -> str | None:
     """`\\boxed 5$` -> "5": the run of characters up to whitespace, `$` or the end."""
-    j = i
-    while j < len(text) and not text[j].isspace() and text[j] != "$":
-        j += 1
-    return text[i:j].rstrip(_TRAILING)
+    return _BARE_TOKEN.match(text, i).group(0).rstrip(_TRAILING)
 
 
 def _answer_phrase(text: str) -> str | None:

@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .guards import uncheckable
 from .latex import split_top_level, top_level_depths
 from .normalize import MAX_ANSWER_CHARS, canonical_key, normalize_answer
 
-MATH, TEXT, CHOICE, EMPTY, TOO_LONG = "math", "text", "choice", "empty", "too_long"
+MATH, TEXT, CHOICE, EMPTY, UNCHECKABLE = "math", "text", "choice", "empty", "uncheckable"
 
 _SIMPLE_VARIABLE = r"(?:[A-Za-z]|\\[a-zA-Z]+)(?:_(?:\{[^{}=]*\}|\w))?'*"
 _KEY = re.compile(
@@ -33,7 +34,8 @@ class AnswerForm:
     key: str
     """Bucket key: equal keys mean equal answers (normalize.canonical_key)."""
     kind: str
-    """"math", "text" (words: "Monday"), "choice" (a letter A-J), "empty" or "too_long"."""
+    """"math", "text" (words: "Monday"), "choice" (a letter A-J), "empty", or "uncheckable" (longer than
+    MAX_ANSWER_CHARS, or too deep or too large for math: guards.py; compared as written only)."""
     keys: tuple[str | None, ...]
     """Per top-level item, the name assigned to ("x" in "x=3"), or None."""
     values: tuple[str, ...]
@@ -53,7 +55,7 @@ def answer_form(answer: str) -> AnswerForm:
     """Normalise and classify one answer string."""
     answer = answer.strip()
     if len(answer) > MAX_ANSWER_CHARS:
-        return AnswerForm(answer, answer, TOO_LONG, (None,), (answer,))
+        return AnswerForm(answer, answer, UNCHECKABLE, (None,), (answer,))
     normalized = normalize_answer(answer)
     key = canonical_key(answer)
     keys, values = _split_keys(normalized)
@@ -65,6 +67,8 @@ def _kind(normalized: str) -> str:
         return EMPTY
     if re.fullmatch(r"[A-J]", normalized):
         return CHOICE
+    if uncheckable(normalized):
+        return UNCHECKABLE
     if _TEXT.fullmatch(normalized) and _WORD.search(normalized):
         return TEXT
     return MATH
@@ -133,7 +137,7 @@ def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
         return False
     if reference.key == answer.key:
         return True
-    if TOO_LONG in (reference.kind, answer.kind):
+    if UNCHECKABLE in (reference.kind, answer.kind):
         return None
     kinds = {reference.kind, answer.kind}
     if kinds == {TEXT}:

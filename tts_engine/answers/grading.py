@@ -12,7 +12,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, Sequence, runtime_checkable
 
-from .forms import TOO_LONG, answer_form, comparison_pair, quick_verdict
+from .forms import UNCHECKABLE, answer_form, comparison_pair, quick_verdict
 from .pool import DEFAULT_TIMEOUT, OK, CheckPool, default_pool
 
 GRADERS = ("rule", "hybrid", "judge")
@@ -79,7 +79,7 @@ def rule_verdict(reference: str | None, answer: str | None, *, timeout: float = 
         return verdict
     ref_form, answer_form_ = answer_form(reference), answer_form(answer)
     verdict = quick_verdict(ref_form, answer_form_)
-    if verdict is None and TOO_LONG not in (ref_form.kind, answer_form_.kind):
+    if verdict is None and UNCHECKABLE not in (ref_form.kind, answer_form_.kind):
         gold, pred = comparison_pair(ref_form, answer_form_)
         status, verdict = (pool or default_pool()).check(gold, pred, False, timeout)
         if status != OK:

@@ -47,15 +47,15 @@ def parse_answer(latex: str) -> list | None:
 def check(gold: str, pred: str, symmetric: bool = False) -> bool | None:
     """Is `pred` equivalent to `gold` (both normalised LaTeX)? None when either does not parse.
 
-    symmetric=True also tries the one-directional rules with the roles swapped (for answer classes,
-    where neither answer is the reference).
+    symmetric=True also tries the one-directional rule (rounded decimals) with the roles swapped, for
+    answer classes, where neither answer is the reference.
     """
     gold_parsed, pred_parsed = parse_answer(gold), parse_answer(pred)
     if gold_parsed is None or pred_parsed is None:
         return None
     if _equivalent(gold_parsed, pred_parsed, pred):
         return True
-    return symmetric and _equivalent(pred_parsed, gold_parsed, gold)
+    return symmetric and rounded_decimal(pred_parsed[0], gold_parsed[0], gold)
 
 
 def _equivalent(gold: list, pred: list, pred_text: str) -> bool:
@@ -109,7 +109,7 @@ def rounded_decimal(gold, pred, pred_text: str) -> bool:
         if not exact.is_real:
             return False
         digits = len(match.group(1))
-        return abs(exact - sympy.Float(pred_text, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits
+        return bool(abs(exact - sympy.Float(pred_text, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits)
     except Exception:  # not a number after all
         return False
 

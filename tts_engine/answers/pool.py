@@ -18,6 +18,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -52,6 +53,8 @@ class PoolStats:
     """Workers started again after a timeout or a crash."""
     peak_worker_rss_mb: float = 0.0
     """Largest peak RSS reported by a worker, MiB (workers killed on timeout included)."""
+    max_request_seconds: float = 0.0
+    """Longest wall time of one request, from sending it to its reply or to the kill after its deadline."""
 
 
 _zygote: ZygoteClient | None = None
@@ -91,19 +94,20 @@ class Worker:
             started = self._start()
             if started is not None:
                 return ERROR, started
+        start = time.monotonic()
         try:
             self._conn.send(request)
             if not self._conn.poll(timeout):
                 self._record_peak_rss()
                 self._kill()
-                self._pool._count(TIMEOUT, count)
+                self._pool._count(TIMEOUT, count, time.monotonic() - start)
                 return TIMEOUT, None
             status, value = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError) as exc:  # the worker died (e.g. a C-level abort)
+        except (EOFError, OSError) as exc:  # the worker died (e.g. a C-level abort)
             self._kill()
-            self._pool._count(ERROR, count)
+            self._pool._count(ERROR, count, time.monotonic() - start)
             return ERROR, f"worker died: {type(exc).__name__}"
-        self._pool._count(OK if status == OK else ERROR, count)
+        self._pool._count(OK if status == OK else ERROR, count, time.monotonic() - start)
         return status, value
 
     def peak_rss_mb(self) -> float:
@@ -238,11 +242,12 @@ class CheckPool:
             with self._lock:
                 self.stats.restarts += 1
 
-    def _count(self, status: str, count: bool = True) -> None:
+    def _count(self, status: str, count: bool, seconds: float) -> None:
         if not count:
             return
         with self._lock:
             self.stats.requests += 1
+            self.stats.max_request_seconds = max(self.stats.max_request_seconds, seconds)
             if status == TIMEOUT:
                 self.stats.timeouts += 1
                 logger.warning("an answer check passed its deadline; its worker was replaced")
