@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import os
 
-from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
+# Triton kernels run in its CPU interpreter in tests; the flag must be set before triton is first imported.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="session")
