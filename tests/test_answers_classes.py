@@ -96,3 +96,11 @@ def test_batch_matches_one_by_one(pool):
 def test_bad_timeout_is_rejected(pool):
     with pytest.raises(ValueError, match="timeout must be > 0, got 0"):
         group_answers(["1"], timeout=0, pool=pool)
+
+
+def test_hopeless_answers_never_reach_a_worker(pool):
+    before = pool.stats.requests
+    classes = group_answers(["10^{10^{10^{10}}}", "10^{10^{10^{10}}}", "{" * 100 + "}" * 100], pool=pool)
+    assert classes.class_ids == [0, 0, 1]
+    assert classes.statuses == ["unparsable"] * 3
+    assert pool.stats.requests == before

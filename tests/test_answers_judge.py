@@ -87,3 +87,18 @@ def test_hybrid_grading_with_llm_judge():
                              grader="hybrid", judge=LLMJudge(backend))
     assert verdicts == [True, True, False]
     assert len(backend.calls) == 1 and len(backend.calls[0][0]) == 2  # the rule settled "7.0"
+
+
+def test_prompt_too_long_gets_no_verdict_and_the_rest_run():
+    from tts_engine.backends.base import PromptTooLongError
+
+    class ShortContext(FakeBackend):
+        def generate(self, prompts, params):
+            for i, prompt in enumerate(prompts):
+                if len(prompt) > 600:
+                    raise PromptTooLongError(i, len(prompt), 600)
+            return super().generate(prompts, params)
+
+    judge = LLMJudge(ShortContext(says_true_if_seven))
+    items = [("q", "7", "seven"), ("q" * 1000, "7", "seven"), ("q", "7", "eight")]
+    assert judge.judge(items) == [True, None, False]

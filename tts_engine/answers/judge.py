@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import Sequence
 
+from ..backends.base import PromptTooLongError
 from ..params import SamplingParams
 
 QUESTION, REFERENCE, ANSWER = "{{QUESTION}}", "{{GROUND_TRUTH_ANSWER}}", "{{MODEL_ANSWER}}"
@@ -107,13 +108,28 @@ class LLMJudge:
         todo = list(dict.fromkeys(k for k in keys if k not in verdicts))
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
-            outputs = self.backend.generate([self.prompt(*key) for key in chunk], self.params)
-            if len(outputs) != len(chunk):
-                raise ValueError(f"backend returned {len(outputs)} outputs for {len(chunk)} prompts")
-            for key, samples in zip(chunk, outputs):
-                verdicts[key] = parse_verdict(samples[0].text) if samples else None
+            replies = self._generate([self.prompt(*key) for key in chunk])
+            for key, reply in zip(chunk, replies):
+                verdicts[key] = parse_verdict(reply)
             self._remember({key: verdicts[key] for key in chunk})
         return [verdicts[key] for key in keys]
+
+    def _generate(self, prompts: list[str]) -> list[str | None]:
+        """One reply per prompt; a prompt longer than the model's context gets None (the rest still run)."""
+        replies: list[str | None] = [None] * len(prompts)
+        pending = list(range(len(prompts)))
+        while pending:
+            try:
+                outputs = self.backend.generate([prompts[i] for i in pending], self.params)
+            except PromptTooLongError as exc:
+                pending.pop(exc.index)
+                continue
+            if len(outputs) != len(pending):
+                raise ValueError(f"backend returned {len(outputs)} outputs for {len(pending)} prompts")
+            for i, samples in zip(pending, outputs):
+                replies[i] = samples[0].text if samples else None
+            break
+        return replies
 
     def _remember(self, verdicts: dict) -> None:
         with self._lock:
