@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from .guards import uncheckable
 from .latex import split_top_level, top_level_depths
-from .normalize import MAX_ANSWER_CHARS, canonical_key, normalize_answer
+from .normalize import MAX_ANSWER_CHARS, key_of_normalized, normalize_answer
 
 MATH, TEXT, CHOICE, EMPTY, UNCHECKABLE = "math", "text", "choice", "empty", "uncheckable"
 
@@ -57,7 +57,7 @@ def answer_form(answer: str) -> AnswerForm:
     if len(answer) > MAX_ANSWER_CHARS:
         return AnswerForm(answer, answer, UNCHECKABLE, (None,), (answer,))
     normalized = normalize_answer(answer)
-    key = canonical_key(answer)
+    key = key_of_normalized(normalized)
     keys, values = _split_keys(normalized)
     return AnswerForm(normalized, key, _kind(normalized), keys, values)
 

@@ -335,7 +335,11 @@ def normalize_answer(answer: str) -> str:
 
 def canonical_key(answer: str) -> str:
     """Bucket key: the normalised answer with the items of a top-level list sorted."""
-    normalized = normalize_answer(answer)
+    return key_of_normalized(normalize_answer(answer))
+
+
+def key_of_normalized(normalized: str) -> str:
+    """canonical_key for an answer that is already normalised."""
     if len(normalized) > MAX_ANSWER_CHARS:
         return normalized
     items = split_top_level(normalized)

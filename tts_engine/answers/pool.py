@@ -66,7 +66,6 @@ def _zygote_client() -> ZygoteClient:
     with _zygote_lock:
         if _zygote is None or _zygote.owner_pid != os.getpid():
             _zygote = ZygoteClient()
-            _zygote.owner_pid = os.getpid()
         return _zygote
 
 
@@ -120,6 +119,8 @@ class Worker:
         limit = self._pool.memory_limit_mb * 1024 * 1024 if self._pool.memory_limit_mb else None
         try:
             self._pid, self._conn = _zygote_client().spawn(limit, self._pool.check_spec, STARTUP_TIMEOUT)
+            if not self._conn.poll(STARTUP_TIMEOUT):
+                raise OSError(f"no ready message within {STARTUP_TIMEOUT} s")
             self._conn.recv()  # ("ready", pid)
         except (OSError, EOFError, ValueError) as exc:
             self._kill()
@@ -186,6 +187,7 @@ class CheckPool:
         self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         self._workers: list[Worker] = []
         self._closed = False
+        self._owner_pid = os.getpid()
 
     @contextmanager
     def acquire(self) -> Iterator[Worker]:
@@ -269,7 +271,6 @@ def default_pool() -> CheckPool:
     with _default_lock:
         if _default_pool is None or _default_pool._owner_pid != os.getpid():
             _default_pool = CheckPool(processes=max(1, min(2, os.cpu_count() or 1)))
-            _default_pool._owner_pid = os.getpid()
         return _default_pool
 
 

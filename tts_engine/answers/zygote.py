@@ -71,6 +71,8 @@ class ZygoteClient:
     """The calling side: starts the server lazily and asks it for workers. Thread-safe."""
 
     def __init__(self):
+        self.owner_pid = os.getpid()
+        """The process that made this client (a forked child must make its own)."""
         self._lock = threading.Lock()
         self._server: subprocess.Popen | None = None
         self._listener: socket.socket | None = None
