@@ -198,3 +198,13 @@ def test_uncheckable_answers_still_match_as_written():
     tower = "10^{10^{10}}"
     assert quick_verdict(answer_form(tower), answer_form(" " + tower + " ")) is True
     assert quick_verdict(answer_form(tower), answer_form("10^{10^{11}}")) is None  # undecided, no math
+
+
+@pytest.mark.parametrize(
+    "a, b, verdict",
+    [("3", "4", False), ("1/2", "\\frac{2}{4}", True), ("-\\frac{3}{4}", "\\frac{-3}{4}", True), ("x = 3", "4", False),
+     ("1, 2", "2, 1, 1", True), ("1, 2", "1, 3", False),
+     ("1/2", "0.5", None), ("12", "12.0", None), ("1/0", "2", None), ("(1,2)", "(1,3)", None)],  # decimals, tuples: math
+)
+def test_integers_and_fractions_compare_exactly_without_math(a, b, verdict):
+    assert quick_verdict(answer_form(a), answer_form(b)) is verdict

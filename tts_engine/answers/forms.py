@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 from .guards import uncheckable
@@ -22,6 +23,8 @@ _KEY = re.compile(
     r"|\(\s*" + _SIMPLE_VARIABLE + r"(?:\s*,\s*" + _SIMPLE_VARIABLE + r")+\s*\))"  # (x, y, z)
 )
 _TEXT = re.compile(r"[A-Za-z][A-Za-z'\- ]*")
+_INTEGER_OR_RATIO = re.compile(r"(-?)(\d{1,50})(?:/(\d{1,50}))?")
+_FRAC_LITERAL = re.compile(r"(-?)\\frac\{(-?)(\d{1,50})\}\{(\d{1,50})\}")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 
 
@@ -129,7 +132,8 @@ def comparison_pair(reference: AnswerForm, answer: AnswerForm) -> tuple[str, str
 def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
     """The verdict when no math is needed, else None.
 
-    Equal keys are equal; text answers and choice letters compare by string only (math-verify reads
+    Equal keys are equal; integers and fractions compare exactly ("1/2" = "\\frac{2}{4}", "3" != "4");
+    text answers and choice letters compare by string only (math-verify reads
     "Monday" as a product of symbols, so "Mon" would equal "Nom"); a text or choice answer never
     equals a math answer.
     """
@@ -147,4 +151,34 @@ def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
     left, right = comparison_pair(reference, answer)
     if left == right:
         return True
-    return None
+    return rational_verdict(left, right)
+
+
+def rational_value(item: str) -> Fraction | None:
+    """The exact value of an integer or fraction literal ("12", "-3/4", "\\frac{3}{4}"), else None.
+
+    Decimals are left out on purpose: math-verify compares them with rounding, the worker decides.
+    """
+    match = _INTEGER_OR_RATIO.fullmatch(item)
+    if match:
+        sign, numerator, denominator = match.groups()
+    else:
+        match = _FRAC_LITERAL.fullmatch(item)
+        if match is None:
+            return None
+        sign = "-" if (match.group(1) == "-") != (match.group(2) == "-") else ""
+        numerator, denominator = match.group(3), match.group(4)
+    if denominator is not None and int(denominator) == 0:
+        return None
+    value = Fraction(int(numerator), int(denominator or 1))
+    return -value if sign else value
+
+
+def rational_verdict(left: str, right: str) -> bool | None:
+    """Lists of integer/fraction literals compare exactly, as sets (math-verify's reading of a list);
+    None when either side holds anything else."""
+    left_values = [rational_value(item) for item in split_top_level(left)]
+    right_values = [rational_value(item) for item in split_top_level(right)]
+    if None in left_values or None in right_values:
+        return None
+    return set(left_values) == set(right_values)
