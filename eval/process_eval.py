@@ -208,8 +208,23 @@ def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 1
     return out
 
 
+def unified_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
+    """A single-token (Yes/No) verifier on the same samples: outcome balanced accuracy and weighted voting."""
+    scored = []
+    for start in range(0, len(problems), batch_problems):
+        sl = slice(start, start + batch_problems)
+        scored.extend(verifier.score([p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
+    right = [x for row in correctness(problems, texts) for x in row]
+    flat = [s for row in scored for s in row]
+    return {"outcome_bal_acc": balanced_accuracy([s.scores["verifier_yes_no"] for s in flat], right),
+            "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
+            "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
+                         for kind in flat[0].scores}}
+
+
 def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: str, n: int = 16,
-              limit_per_level: int | None = None, seed: int = 0) -> dict[str, Any]:
+              limit_per_level: int | None = None, seed: int = 0, verifier_max_new_tokens: int = 48,
+              unified: dict[str, str] | None = None) -> dict[str, Any]:
     """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
@@ -218,7 +233,7 @@ def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: st
     problems = bundled_problems(limit_per_level)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"n": n, "problems": len(problems), "generators": {}, "verifiers": {}}
+    result: dict[str, Any] = {"n": n, "problems": len(problems), "generators": {}, "verifiers": {}, "unified": {}}
     first = None
     for name, path in generators.items():
         prompts, texts = sample_solutions(path, problems, n, seed=seed)
@@ -228,8 +243,15 @@ def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: st
         _write(out, result)
     _, prompts, texts = first
     for name, path in verifiers.items():
-        verifier = ProcessVerifier(HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path))
+        verifier = ProcessVerifier(HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path),
+                                   max_new_tokens=verifier_max_new_tokens)
         result["verifiers"][name] = verifier_metrics(verifier, problems, prompts, texts)
+        _write(out, result)
+    for name, path in (unified or {}).items():
+        from tts_engine.verifiers import UnifiedVerifier
+
+        verifier = UnifiedVerifier(HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path))
+        result["unified"][name] = unified_metrics(verifier, problems, prompts, texts)
         _write(out, result)
     return result
 
@@ -267,6 +289,9 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
                      f"{_fmt(s['f1'])} | " + " | ".join(_fmt(w.get(f'process_{k}')) for k in
                                                      ("final", "min", "prod", "mean", "last")) + " |")
+    for name, m in result.get("unified", {}).items():
+        lines.append(f"| {name} (Yes/No) | {_fmt(m['outcome_bal_acc'])} | - | - | - | "
+                     f"{_fmt(m['weighted'].get('verifier_yes_no'))} | - | - | - | - |")
     return "\n".join(lines) + "\n"
 
 
@@ -290,7 +315,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description="Generator and process-verifier metrics on the bundled task.")
     parser.add_argument("--generator", action="append", default=[], help="NAME=DIR (the first one's samples are verified)")
-    parser.add_argument("--verifier", action="append", default=[], help="NAME=DIR")
+    parser.add_argument("--verifier", action="append", default=[], help="NAME=DIR of a process verifier")
+    parser.add_argument("--unified", action="append", default=[], help="NAME=DIR of a Yes/No verifier, for comparison")
     parser.add_argument("--out", required=True)
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--per-level", type=int, default=None, help="Only the first K problems of each level.")
@@ -300,7 +326,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     result = run_table(_named(args.generator, "--generator"), _named(args.verifier, "--verifier"), args.out,
-                       n=args.n, limit_per_level=args.per_level)
+                       n=args.n, limit_per_level=args.per_level, unified=_named(args.unified, "--unified"))
     print(markdown_table(result))
 
 
