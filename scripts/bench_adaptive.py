@@ -130,6 +130,10 @@ def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for fixed, adaptive in (("fixed length", "adaptive length"), ("fixed N", "adaptive N")):
         largest = max((r for r in rows if r["family"] == fixed), key=lambda r: r["generated_tokens"])
+        if largest["accuracy"] == 0:
+            lines.append(f"{adaptive}: not informative: {largest['run']} has accuracy 0 (the model solves nothing "
+                         "here), so matching it costs nothing")
+            continue
         matching = [r for r in rows if r["family"] == adaptive and r["accuracy"] >= largest["accuracy"]]
         if not matching:
             lines.append(f"{adaptive}: no tau reaches {largest['run']}'s accuracy {largest['accuracy']:.3f}")
