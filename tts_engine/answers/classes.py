@@ -33,7 +33,9 @@ class AnswerClasses:
     """(C,) the first answer (stripped) of each class."""
     statuses: list[str]
     """(N,) "ok", "no_answer", "timeout" (a check passed its deadline: own class) or "unparsable"
-    (math-verify could not read it, or longer than MAX_ANSWER_CHARS: own class)."""
+    (math-verify was asked to read it and could not, or it is uncheckable: longer than
+    MAX_ANSWER_CHARS, too deep or too large; own class). Answers are parsed only when a comparison
+    needs math, so an unreadable answer that no comparison needed stays "ok"."""
     math_checks: int = 0
     """Comparisons that went to a check worker (the rest were settled by string or canonical form)."""
     timeouts: int = 0
@@ -146,19 +148,23 @@ def _parse_status(state: _Grouping, form: AnswerForm) -> str:
 def _math_place(state: _Grouping, form: AnswerForm, candidates: list[int]) -> tuple[str, int | None]:
     """Compare with each candidate class by math; (status, matching class id or None).
 
+    Nothing is parsed ahead: the worker parses (and caches) both sides of a check. A check that
+    finds an unparsable side is followed by a parse of the new answer to tell which side it was.
     After a timeout, each side that has not finished a check yet is probed against "0": a side
     that cannot finish even that is slow. A slow class takes no more math; a slow new answer (or,
     when neither probe is slow, the new answer) becomes a class of its own with status "timeout".
     """
-    status = _parse_status(state, form)
-    if status != STATUS_OK:
-        return status, None
     for class_id in candidates:
         existing = state.classes[class_id]
         if not existing.comparable:
             continue
-        outcome, verdict = _check(state, existing.form.key, form.key, existing.form, form)
-        if outcome == OK:
+        outcome, verdict = _check(state, existing.form, form)
+        if outcome == OK and verdict is None:
+            status = _parse_status(state, form)
+            if status != STATUS_OK:
+                return status, None
+            existing.comparable, existing.status = False, UNPARSABLE
+        elif outcome == OK:
             existing.proven = True
             if verdict:
                 return STATUS_OK, class_id
@@ -171,8 +177,10 @@ def _math_place(state: _Grouping, form: AnswerForm, candidates: list[int]) -> tu
     return STATUS_OK, None
 
 
-def _check(state: _Grouping, left: str, right: str, left_form=None, right_form=None) -> tuple[str, object]:
-    if left_form is not None:
+def _check(state: _Grouping, left_form: AnswerForm, right_form: AnswerForm | str) -> tuple[str, object]:
+    if isinstance(right_form, str):
+        left, right = left_form.key, right_form
+    else:
         left, right = comparison_pair(left_form, right_form)
     outcome, verdict = state.call(("check", left, right, True))
     state.math_checks += 1
@@ -184,7 +192,7 @@ def _check(state: _Grouping, left: str, right: str, left_form=None, right_form=N
 
 def _is_slow(state: _Grouping, form: AnswerForm) -> bool:
     """Can this answer not even be compared with 0 within the deadline?"""
-    outcome, _ = _check(state, form.key, "0")
+    outcome, _ = _check(state, form, "0")
     return outcome == TIMEOUT
 
 

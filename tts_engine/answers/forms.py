@@ -24,6 +24,7 @@ _KEY = re.compile(
 )
 _TEXT = re.compile(r"[A-Za-z][A-Za-z'\- ]*")
 _INTEGER_OR_RATIO = re.compile(r"(-?)(\d{1,50})(?:/(\d{1,50}))?")
+_DECIMAL = re.compile(r"-?\d{0,50}\.\d{1,50}")
 _FRAC_LITERAL = re.compile(r"(-?)\\frac\{(-?)(\d{1,50})\}\{(\d{1,50})\}")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 
@@ -132,7 +133,7 @@ def comparison_pair(reference: AnswerForm, answer: AnswerForm) -> tuple[str, str
 def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
     """The verdict when no math is needed, else None.
 
-    Equal keys are equal; integers and fractions compare exactly ("1/2" = "\\frac{2}{4}", "3" != "4");
+    Equal keys are equal; number literals compare exactly ("1/2" = "\\frac{2}{4}" = "0.5", "3" != "4");
     text answers and choice letters compare by string only (math-verify reads
     "Monday" as a product of symbols, so "Mon" would equal "Nom"); a text or choice answer never
     equals a math answer.
@@ -151,17 +152,16 @@ def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
     left, right = comparison_pair(reference, answer)
     if left == right:
         return True
-    return rational_verdict(left, right)
+    return literal_verdict(left, right)
 
 
 def rational_value(item: str) -> Fraction | None:
-    """The exact value of an integer or fraction literal ("12", "-3/4", "\\frac{3}{4}"), else None.
-
-    Decimals are left out on purpose: math-verify compares them with rounding, the worker decides.
-    """
+    """The exact value of a number literal ("12", "-3/4", "\\frac{3}{4}", "0.25"), else None."""
     match = _INTEGER_OR_RATIO.fullmatch(item)
     if match:
         sign, numerator, denominator = match.groups()
+    elif _DECIMAL.fullmatch(item):
+        return Fraction(item)
     else:
         match = _FRAC_LITERAL.fullmatch(item)
         if match is None:
@@ -174,11 +174,47 @@ def rational_value(item: str) -> Fraction | None:
     return -value if sign else value
 
 
-def rational_verdict(left: str, right: str) -> bool | None:
-    """Lists of integer/fraction literals compare exactly, as sets (math-verify's reading of a list);
-    None when either side holds anything else."""
-    left_values = [rational_value(item) for item in split_top_level(left)]
-    right_values = [rational_value(item) for item in split_top_level(right)]
+def literal_verdict(left: str, right: str) -> bool | None:
+    """Number literals and lists of them, decided exactly where math-verify would agree; else None.
+
+    Lists compare as sets (math-verify's reading of a list). Equal values are equal. Different
+    values are different when only integers and fractions are involved; with a decimal, only when
+    they differ by more than math-verify's rounding (1e-6) and the decimal cannot be a rounding of
+    the other value (a fraction with no finite decimal form: rounded_decimal in mathcheck). A single
+    number never equals a pair or interval "(a, b)".
+    """
+    left_items, right_items = split_top_level(left), split_top_level(right)
+    left_values = [rational_value(item) for item in left_items]
+    right_values = [rational_value(item) for item in right_items]
     if None in left_values or None in right_values:
-        return None
-    return set(left_values) == set(right_values)
+        return _shape_verdict(left_values, right_items, right_values, left_items)
+    if set(left_values) == set(right_values):
+        return True
+    if "." not in left + right:
+        return False
+    if len(left_values) == len(right_values) == 1:
+        a, b = left_values[0], right_values[0]
+        if abs(a - b) > Fraction(1, 10**6) and _finite_decimal(a) and _finite_decimal(b):
+            return False
+    return None
+
+
+def _finite_decimal(value: Fraction) -> bool:
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+def _shape_verdict(left_values, right_items, right_values, left_items) -> bool | None:
+    """A lone number against a bracketed pair/tuple/interval (either way round) is different."""
+    for values, items in ((left_values, right_items), (right_values, left_items)):
+        if len(values) == 1 and values[0] is not None and len(items) == 1 and _is_bracketed_tuple(items[0]):
+            return False
+    return None
+
+
+def _is_bracketed_tuple(item: str) -> bool:
+    return (item[:1] in "([" and item[-1:] in ")]" and len(item) > 2
+            and len(split_top_level(item[1:-1])) > 1 and item[1:-1].count("(") == item[1:-1].count(")"))

@@ -205,6 +205,17 @@ class CheckPool:
         with self.acquire() as worker:
             return worker.call(("check", gold, pred, symmetric), timeout)
 
+    def warm(self) -> None:
+        """Start every worker and run one small check on each (first parses load the LaTeX grammar):
+        call before timing anything."""
+        held = [self._take() for _ in range(self.processes)]
+        try:
+            for worker in held:
+                worker.call(("check", "\\frac{1}{2}", "x^2+1", True), STARTUP_TIMEOUT, count=False)
+        finally:
+            for worker in held:
+                self._idle.put(worker)
+
     def peak_worker_rss_mb(self) -> float:
         """Largest peak RSS of any worker so far (idle live workers are asked now), MiB."""
         idle = []
