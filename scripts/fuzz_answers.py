@@ -79,8 +79,7 @@ def megabyte(rng: random.Random) -> str:
     return unit * (1_000_000 // len(unit))
 
 
-def make_inputs(count: int, seed: int, marker: Path) -> list[str]:
-    rng = random.Random(seed)
+def make_inputs(count: int, rng: random.Random, marker: Path) -> list[str]:
     generators: list[tuple[float, Callable[[random.Random], str]]] = [
         (0.30, random_latex), (0.25, random_unicode), (0.15, lambda r: r.choice(REFERENCES)),
         (0.10, deep_nesting), (0.08, lambda r: injection(r, marker)), (0.07, huge_number), (0.05, megabyte),
@@ -97,12 +96,32 @@ def run_stage(name: str, fn: Callable[[], object], escaped: list[str]) -> object
         return None
 
 
+def fuzz_chunk(inputs: list[str], args: argparse.Namespace, pool: CheckPool, escaped: list[str],
+               statuses: dict[str, int]) -> None:
+    """Every input through extraction, forms, answer classes and grading (both ways round)."""
+    for text in inputs:
+        run_stage("extract_answer", lambda: extract_answer(text), escaped)
+        run_stage("extract_answer(boxed)", lambda: extract_answer("so \\boxed{" + text + "} done"), escaped)
+        run_stage("answer_form", lambda: answer_form(text), escaped)
+    problems = [inputs[i : i + args.problem_size] for i in range(0, len(inputs), args.problem_size)]
+    batch = run_stage("group_answers_batch", lambda: group_answers_batch(problems, timeout=args.timeout, pool=pool),
+                      escaped) or []
+    for classes in batch:
+        for status in classes.statuses:
+            statuses[status] = statuses.get(status, 0) + 1
+    references = [REFERENCES[i % len(REFERENCES)] for i in range(len(inputs))]
+    run_stage("grade_answers", lambda: grade_answers(references, inputs, timeout=args.timeout, pool=pool), escaped)
+    run_stage("grade_answers(swapped)", lambda: grade_answers(inputs, references, timeout=args.timeout, pool=pool),
+              escaped)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inputs", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=0.5, help="seconds per check")
     ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=500, help="inputs held in memory at once")
     ap.add_argument("--problem-size", type=int, default=16, help="answers per problem (one answer-class grouping)")
     return ap.parse_args(argv)
 
@@ -111,30 +130,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.getLogger("tts_engine.answers").setLevel(logging.ERROR)  # timeouts are counted, not logged
     marker = Path(tempfile.mkdtemp(prefix="fuzz-answers-")) / "injected"
-    inputs = make_inputs(args.inputs, args.seed, marker)
+    rng = random.Random(args.seed)
     escaped: list[str] = []
     statuses: dict[str, int] = {}
     start = time.perf_counter()
     with CheckPool(processes=args.processes) as pool:
-        for text in inputs:
-            run_stage("extract_answer", lambda: extract_answer(text), escaped)
-            run_stage("extract_answer(boxed)", lambda: extract_answer("so \\boxed{" + text + "} done"), escaped)
-            run_stage("answer_form", lambda: answer_form(text), escaped)
-        problems = [inputs[i : i + args.problem_size] for i in range(0, len(inputs), args.problem_size)]
-        batch = run_stage("group_answers_batch", lambda: group_answers_batch(problems, timeout=args.timeout, pool=pool),
-                          escaped) or []
-        for classes in batch:
-            for status in classes.statuses:
-                statuses[status] = statuses.get(status, 0) + 1
-        references = [REFERENCES[i % len(REFERENCES)] for i in range(len(inputs))]
-        run_stage("grade_answers", lambda: grade_answers(references, inputs, timeout=args.timeout, pool=pool), escaped)
-        run_stage("grade_answers(swapped)", lambda: grade_answers(inputs, references, timeout=args.timeout, pool=pool),
-                  escaped)
+        pool.warm()
+        for done in range(0, args.inputs, args.chunk):  # chunks keep memory bounded (megabyte inputs)
+            inputs = make_inputs(min(args.chunk, args.inputs - done), rng, marker)
+            fuzz_chunk(inputs, args, pool, escaped, statuses)
         worker_rss = pool.peak_worker_rss_mb()
         stats = pool.stats
     seconds = time.perf_counter() - start
     own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"inputs                 {len(inputs):,} ({seconds:.1f} s, {len(inputs) / seconds:,.0f} inputs/s)")
+    print(f"inputs                 {args.inputs:,} ({seconds:.1f} s, {args.inputs / seconds:,.0f} inputs/s)")
     print(f"escaped exceptions     {len(escaped)}")
     for line in escaped[:10]:
         print(f"    {line}")

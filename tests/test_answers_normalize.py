@@ -211,3 +211,9 @@ def test_uncheckable_answers_still_match_as_written():
 )
 def test_number_literals_compare_exactly_without_math(a, b, verdict):
     assert quick_verdict(answer_form(a), answer_form(b)) is verdict
+
+
+@pytest.mark.parametrize("answer", ["1\ud800", "\x00", "x\x07+1", "\udfff"])
+def test_control_characters_and_lone_surrogates_are_uncheckable(answer):
+    assert answer_form(answer).kind == "uncheckable"
+    assert quick_verdict(answer_form(answer), answer_form(answer)) is True  # still equal to itself

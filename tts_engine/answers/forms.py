@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from .guards import uncheckable
+from .guards import not_text, uncheckable
 from .latex import split_top_level, top_level_depths
 from .normalize import MAX_ANSWER_CHARS, key_of_normalized, normalize_answer
 
@@ -54,12 +54,18 @@ class AnswerForm:
         return ",".join(sorted(self.values)) if len(self.values) > 1 else self.values[0]
 
 
-@lru_cache(maxsize=65536)
 def answer_form(answer: str) -> AnswerForm:
-    """Normalise and classify one answer string."""
+    """Normalise and classify one answer string (forms of answers up to MAX_ANSWER_CHARS are cached)."""
     answer = answer.strip()
-    if len(answer) > MAX_ANSWER_CHARS:
+    if len(answer) > MAX_ANSWER_CHARS:  # not cached: the cache must not hold megabyte strings
         return AnswerForm(answer, answer, UNCHECKABLE, (None,), (answer,))
+    if not_text(answer):  # compared as written; no rule sees control characters or lone surrogates
+        return AnswerForm(answer, answer, UNCHECKABLE, (None,), (answer,))
+    return _short_answer_form(answer)
+
+
+@lru_cache(maxsize=65536)
+def _short_answer_form(answer: str) -> AnswerForm:
     normalized = normalize_answer(answer)
     key = key_of_normalized(normalized)
     keys, values = _split_keys(normalized)

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, Sequence, runtime_checkable
 
 from .forms import UNCHECKABLE, answer_form, comparison_pair, quick_verdict
+from .normalize import MAX_ANSWER_CHARS
 from .pool import DEFAULT_TIMEOUT, OK, CheckPool, default_pool
 
 GRADERS = ("rule", "hybrid", "judge")
@@ -56,6 +57,8 @@ class _VerdictCache:
         return False, None
 
     def put(self, key: tuple[str, str], verdict: bool | None) -> None:
+        if len(key[0]) + len(key[1]) > 2 * MAX_ANSWER_CHARS:
+            return  # long answers are settled without math anyway; keep the cache small
         with self._lock:
             self._items[key] = verdict
             if len(self._items) > self._size:

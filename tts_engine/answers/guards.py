@@ -72,6 +72,14 @@ def _big_binomial(text: str, open_index: int) -> bool:
     return "^" in arguments or any(_big_integer(m.group(0)) for m in _INTEGER.finditer(arguments))
 
 
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def not_text(text: str) -> bool:
+    """Control characters or lone surrogates: bytes that decoded text never holds, not an answer."""
+    return _NOT_TEXT.search(text) is not None
+
+
 def uncheckable(text: str) -> bool:
     """True when math must not be tried on this (normalised) answer."""
-    return nesting_depth(text) > MAX_NESTING_DEPTH or too_large(text)
+    return not_text(text) or nesting_depth(text) > MAX_NESTING_DEPTH or too_large(text)
