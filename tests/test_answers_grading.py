@@ -29,6 +29,10 @@ def test_rule_verdicts(pool):
     assert is_equivalent("3", None, pool=pool) is False
     assert is_equivalent(None, "3", pool=pool) is None
     assert is_equivalent("3", "\\frac{", pool=pool) is None  # unparsable: undecided
+    assert is_equivalent("\\frac{5}{8}", "62.5 percent", pool=pool) is True
+    assert is_equivalent("0.5", "50\\%", pool=pool) is True
+    assert is_equivalent("1,000,000", "1000000", pool=pool) is True
+    assert is_equivalent("\\frac{\\pi}{4}", "\\dfrac{\\pi}{4} \\text{ radians}", pool=pool) is True
 
 
 def test_grade_answers_in_input_order(pool):

@@ -217,3 +217,17 @@ def test_number_literals_compare_exactly_without_math(a, b, verdict):
 def test_control_characters_and_lone_surrogates_are_uncheckable(answer):
     assert answer_form(answer).kind == "uncheckable"
     assert quick_verdict(answer_form(answer), answer_form(answer)) is True  # still equal to itself
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("50%", "50\\%"), ("50 \\%", "50\\%"), ("50 percent", "50\\%"), ("62.5 Percent", "62.5\\%"),
+     ("50\\text{ percent}", "50\\%"), ("\\frac{1}{2}%", "\\frac{1}{2}\\%"), ("x% of y", "x% of y")],
+)
+def test_percent_sign(raw, expected):
+    assert n.percent_sign(raw) == expected
+
+
+@pytest.mark.parametrize("a, b", [("50%", "50 percent"), ("62.5\\%", "62.5 \\text{ percent}")])
+def test_percent_spellings_share_a_key(a, b):
+    assert n.canonical_key(a) == n.canonical_key(b)

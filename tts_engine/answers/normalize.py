@@ -144,6 +144,19 @@ def strip_degrees(answer: str) -> str:
     return _DEGREES.sub("", answer)
 
 
+_PERCENT = re.compile(r"(?<=[\d}])\s*(?:\\?%|\\text\{\s*(?:percent|per\s*cent|\\?%)\s*\}|(?:percent|per\s*cent)\b)",
+                      re.IGNORECASE)
+
+
+def percent_sign(answer: str) -> str:
+    """One spelling of percent: "50%", "50 \\%", "50 percent", "50\\text{ percent}" -> "50\\%".
+
+    math-verify then reads "50\\%" as 50/100, so it equals "0.5" and (as math-verify treats a
+    percentage against a bare number) "50".
+    """
+    return _PERCENT.sub(r"\\%", answer)
+
+
 # 6. Text blocks: qualifiers, connectives, units, labels ----------------------------------------
 
 _QUALIFIER = re.compile(
@@ -310,6 +323,7 @@ RULES = (
     choice_letter,
     strip_ordinal,
     strip_degrees,
+    percent_sign,
     drop_qualifiers,
     connectives_to_commas,
     text_blocks,
