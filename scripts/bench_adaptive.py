@@ -170,6 +170,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
                 ax.annotate(f"{r['tau']:g}", (r["generated_tokens"], r["accuracy"]), textcoords="offset points",
                             xytext=(3, 4), fontsize=7, color=colour)
     ax.set_xscale("log")
+    ax.set_ylim(0, min(1.0, max(0.1, 1.15 * max(r["accuracy"] for r in rows))))
     ax.set_xlabel("generated tokens per problem (log scale)")
     ax.set_ylabel("accuracy")
     ax.set_title(title, fontsize=9)
