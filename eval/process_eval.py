@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 from tts_engine.steps import split_steps
 
+from .verifier_metrics import auroc
+
 _PROBLEM = re.compile(r"Compute left to right:\s*(\d+)((?:\s*[-+*]\s*\d+)+)\s*\.?")
 _OPERATION = re.compile(r"([-+*])\s*(\d+)")
 _LINE = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
@@ -198,6 +200,7 @@ def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 1
     complete = [k for k, y in enumerate(labels) if y is not None]
     out: dict[str, Any] = {
         "outcome_bal_acc": balanced_accuracy([s.scores["process_final"] for s in flat], right),
+        "outcome_auroc": {kind: auroc([s.scores[kind] for s in flat], right) for kind in flat[0].scores},
         "step": first_error_metrics([flat[k].first_error for k in complete], [labels[k] for k in complete]),
         "incomplete_solutions": len(labels) - len(complete),
         "status": {st: sum(s.status == st for s in flat) for st in sorted({s.status for s in flat})},
@@ -217,6 +220,7 @@ def unified_metrics(verifier, problems, prompts, texts, batch_problems: int = 16
     right = [x for row in correctness(problems, texts) for x in row]
     flat = [s for row in scored for s in row]
     return {"outcome_bal_acc": balanced_accuracy([s.scores["verifier_yes_no"] for s in flat], right),
+            "outcome_auroc": {kind: auroc([s.scores[kind] for s in flat], right) for kind in flat[0].scores},
             "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
             "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
                          for kind in flat[0].scores}}
@@ -281,16 +285,18 @@ def markdown_table(result: dict[str, Any]) -> str:
              "| generator | pass@1 | majority@N |", "|---|---|---|"]
     for name, m in result["generators"].items():
         lines.append(f"| {name} | {_fmt(m['pass_at_1'])} | {_fmt(m['majority'])} |")
-    lines += ["", "| verifier | outcome bal. acc | step acc (erroneous) | step acc (correct) | step F1 | "
+    lines += ["", "| verifier | outcome bal. acc | outcome AUROC | step acc (erroneous) | step acc (correct) | step F1 | "
               "weighted@N final | weighted@N min | weighted@N prod | weighted@N mean | weighted@N last |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in result["verifiers"].items():
         w, s = m["weighted"], m["step"]
-        lines.append(f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
+        lines.append(f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['process_final'])} | "
+                     f"{_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
                      f"{_fmt(s['f1'])} | " + " | ".join(_fmt(w.get(f'process_{k}')) for k in
                                                      ("final", "min", "prod", "mean", "last")) + " |")
     for name, m in result.get("unified", {}).items():
-        lines.append(f"| {name} (Yes/No) | {_fmt(m['outcome_bal_acc'])} | - | - | - | "
+        lines.append(f"| {name} (Yes/No) | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['verifier_yes_no'])} "
+                     "| - | - | - | "
                      f"{_fmt(m['weighted'].get('verifier_yes_no'))} | - | - | - | - |")
     return "\n".join(lines) + "\n"
 
