@@ -133,3 +133,13 @@ def test_checkpoint_pair_round_trips_and_resumes(micro_run):
     for a, b in zip(init.parameters(), gen.parameters()):
         assert a.shape == b.shape
     assert tr.phase(resumed.step_count, config.warmup_steps, config.ratio) == "generator"
+
+
+def test_balanced_pick_rebalances_rare_correct_solutions():
+    rng = random.Random(0)
+    rare = [False] * 30 + [True] * 2
+    picked = tr.balanced_pick(rare, 8, rng)
+    assert len(picked) == 8 and sum(rare[i] for i in picked) == 2  # every correct one, the rest incorrect
+    even = [True] * 30 + [False] * 30
+    assert sum(even[i] for i in tr.balanced_pick(even, 8, rng)) == 4
+    assert tr.balanced_pick([False] * 3, 8, rng) == [0, 1, 2]

@@ -77,6 +77,9 @@ class TangoConfig:
     """Problems per verifier step (and warm-up step); `verifier_rollouts` rollouts each are verified."""
     verifier_rollouts: int = 4
     """Generator rollouts per problem in a verifier step."""
+    verifier_pool: int = 1
+    """Rollouts drawn per problem = verifier_pool x verifier_rollouts; the verifier's batch then takes correct and
+    incorrect ones half and half where it can (class rebalancing for a generator that is rarely right)."""
     verifier_group: int = 4
     """Verifications sampled per rollout in a verifier RL step (the group its advantage compares)."""
     format_weight: float = 0.2
@@ -111,6 +114,8 @@ class TangoConfig:
             raise ValueError(f"verifier_mode must be one of {VERIFIER_MODES}, got {self.verifier_mode!r}")
         if self.ratio < 1:
             raise ValueError(f"ratio must be >= 1, got {self.ratio}")
+        if self.verifier_pool < 1:
+            raise ValueError(f"verifier_pool must be >= 1, got {self.verifier_pool}")
         if self.group_size < 2 or self.verifier_group < 2:
             raise ValueError(f"group_size and verifier_group must be >= 2, got {self.group_size}, {self.verifier_group}")
         if not 0.0 <= self.alpha_end <= self.alpha_start <= 1.0:
@@ -189,7 +194,7 @@ class TangoTrainer:
                                 seed=c.seed * 1_000_003 + self.step_count, stop=list(self.gen.prompt_config.stop))
         samples = self.gen.backend.generate(prompts, params)
         self.gen.model.train()
-        outcomes = torch.tensor([[reward(s.text, p.answer) for s in row] for p, row in zip(problems, samples)])
+        outcomes = torch.tensor([[safe_reward(s.text, p.answer) for s in row] for p, row in zip(problems, samples)])
         return prompts, samples, outcomes
 
     def verify_prompts(self, problems, prompts, samples) -> list[str]:
@@ -205,20 +210,31 @@ class TangoTrainer:
         self.ver.model.train()
         return out
 
+    def verifier_batch(self):
+        """Fresh rollouts for the verifier, rebalanced: verification prompts, solutions and outcomes (flat)."""
+        c = self.config
+        problems = self.ver_stream.batch(c.verifier_problems)
+        prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts * c.verifier_pool)
+        vprompts = self.verify_prompts(problems, prompts, samples)
+        solutions = [s for row in samples for s in row]
+        truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
+        rng = random.Random(c.seed * 131 + self.step_count)
+        pick = tr.balanced_pick(truth, c.verifier_problems * c.verifier_rollouts, rng)
+        return [vprompts[k] for k in pick], [solutions[k] for k in pick], [truth[k] for k in pick], outcomes
+
     # --- the three kinds of step ---------------------------------------------------------------------------
     def warmup_step(self, lr: float | None = None) -> dict:
         """Verifier format SFT on fresh rollouts, targets from the outcome only (also the "sft" verifier step)."""
         c = self.config
-        problems = self.ver_stream.batch(c.verifier_problems)
-        prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
-        vprompts = self.verify_prompts(problems, prompts, samples)
-        flat = [(s, bool(o >= 0.5)) for row, orow in zip(samples, outcomes.tolist()) for s, o in zip(row, orow)]
+        vprompts, solutions, truth, outcomes = self.verifier_batch()
+        flat = list(zip(solutions, truth))
         rng = random.Random(c.seed * 31 + self.step_count)
         targets = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in flat]
         weights = torch.tensor(tr.class_weights([ok for _, ok in flat]))
         loss = weighted_sft_loss(self.ver, vprompts, targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
-        return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4)}
+        return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4),
+                "verifier_batch_correct": sum(truth)}
 
     def generator_step(self) -> dict:
         c = self.config
@@ -278,11 +294,7 @@ class TangoTrainer:
             return {"verifier": "frozen"}
         if c.verifier_mode == "sft":
             return self.warmup_step(c.verifier_lr)
-        problems = self.ver_stream.batch(c.verifier_problems)
-        prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
-        vprompts = self.verify_prompts(problems, prompts, samples)
-        solutions = [s for row in samples for s in row]
-        truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
+        vprompts, solutions, truth, _ = self.verifier_batch()
         vsamples = self.verify(vprompts, c.verifier_group, greedy=False)  # (B, V)
         parsed = [[parse_verification(v.text, len(split_steps(s.text))) for v in row]
                   for s, row in zip(solutions, vsamples)]
@@ -292,7 +304,7 @@ class TangoTrainer:
         adv = (advantages(rewards, c.algorithm) * weights[:, None]).flatten()  # (B*V,)
         flat = [(b, v) for b in range(len(vsamples)) for v in range(c.verifier_group)]
         keep = [k for k in range(len(flat)) if adv[k].abs() > 1e-8]
-        stats = {"verifier_reward": round(rewards.mean().item(), 4),
+        stats = {"verifier_reward": round(rewards.mean().item(), 4), "verifier_batch_correct": sum(truth),
                  "verifier_match": round(sum(p.final == ok for row, ok in zip(parsed, truth) for p in row)
                                          / rewards.numel(), 4)}
         if keep:
@@ -319,6 +331,14 @@ class TangoTrainer:
     def save(self) -> None:
         self.gen.save(self.step_count, self.config)
         self.ver.save(self.step_count, self.config)
+
+
+def safe_reward(text: str, reference: str) -> float:
+    """The rule-based reward; 0 for a sample the checker cannot handle (a bad sample never stops the run)."""
+    try:
+        return reward(text, reference)
+    except Exception:
+        return 0.0
 
 
 def weighted_sft_loss(role: Role, prompts: list[str], targets: list[str], weights: torch.Tensor) -> torch.Tensor:
@@ -376,6 +396,8 @@ def _tango_command():
     @click.option("--group-size", type=int, default=defaults.group_size, show_default=True)
     @click.option("--verifier-problems", type=int, default=defaults.verifier_problems, show_default=True)
     @click.option("--verifier-rollouts", type=int, default=defaults.verifier_rollouts, show_default=True)
+    @click.option("--verifier-pool", type=int, default=defaults.verifier_pool, show_default=True,
+                  help="Draw this many times more rollouts and rebalance correct/incorrect in the verifier's batch.")
     @click.option("--verifier-group", type=int, default=defaults.verifier_group, show_default=True)
     @click.option("--format-weight", type=float, default=defaults.format_weight, show_default=True)
     @click.option("--lr", type=float, default=defaults.lr, show_default=True)

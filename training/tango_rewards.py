@@ -108,6 +108,16 @@ def class_weights(outcomes: list[bool]) -> list[float]:
     return [1.0 / (present * counts[o]) for o in outcomes]
 
 
+def balanced_pick(outcomes: list[bool], size: int, rng: random.Random) -> list[int]:
+    """Indices of `size` items, half correct and half incorrect where both suffice (else all of the rarer class)."""
+    pos = [i for i, o in enumerate(outcomes) if o]
+    neg = [i for i, o in enumerate(outcomes) if not o]
+    rng.shuffle(pos)
+    rng.shuffle(neg)
+    take_pos = min(len(pos), max(size // 2, size - len(neg)))
+    return sorted(pos[:take_pos] + neg[:size - take_pos])
+
+
 def warm_start_target(num_steps: int, correct: bool, rng: random.Random) -> str:
     """The warm start's verifier output for a solution of `num_steps` steps, from its outcome only.
 

@@ -19,7 +19,7 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 
 from . import checkpoint as ckpt
-from .grading import reward
+from .tango import safe_reward as reward
 from .rlv import verification_examples, verification_loss
 from .task import ProblemStream, bundled_problems_path, load_problems
 
