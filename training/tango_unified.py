@@ -9,6 +9,7 @@ verifier is (tts_engine.verifiers.UnifiedVerifier).
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tts_engine.prompts import build_prompt
 from . import checkpoint as ckpt
 from .tango import safe_reward as reward
 from .rlv import verification_examples, verification_loss
+from .tango_rewards import balanced_pick
 from .task import ProblemStream, bundled_problems_path, load_problems
 
 
@@ -40,6 +42,9 @@ class UnifiedSFTConfig:
     """Problems per step."""
     rollouts: int = 4
     """Rollouts per problem."""
+    pool: int = 1
+    """Draw pool x rollouts per problem, then keep problems x rollouts, correct and incorrect half and half
+    where possible (as TangoConfig.verifier_pool)."""
     lr: float = 1e-3
     """Learning rate (AdamW)."""
     max_new_tokens: int = 96
@@ -64,12 +69,16 @@ def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
     for step in range(config.steps):
         problems = stream.batch(config.problems)
         prompts = [build_prompt(prompt_config, p.problem) for p in problems]
-        params = SamplingParams(n=config.rollouts, temperature=1.0, max_new_tokens=config.max_new_tokens,
-                                seed=config.seed * 1_000_003 + step)
+        params = SamplingParams(n=config.rollouts * config.pool, temperature=1.0,
+                                max_new_tokens=config.max_new_tokens, seed=config.seed * 1_000_003 + step)
         samples = gen_backend.generate(prompts, params)
-        texts = [[s.text for s in row] for row in samples]
-        rewards = [[reward(t, p.answer) for t in row] for p, row in zip(problems, texts)]
-        examples = verification_examples(prompt_config, [p.problem for p in problems], prompts, texts, rewards)
+        flat = [(p, prompt, s.text, reward(s.text, p.answer)) for p, prompt, row in zip(problems, prompts, samples)
+                for s in row]
+        pick = balanced_pick([r >= 0.5 for *_, r in flat], config.problems * config.rollouts,
+                             random.Random(config.seed * 131 + step))
+        chosen = [flat[k] for k in pick]
+        examples = verification_examples(prompt_config, [c[0].problem for c in chosen], [c[1] for c in chosen],
+                                         [[c[2]] for c in chosen], [[c[3]] for c in chosen])
         model.train()
         loss, _ = verification_loss(model, tokenizer, examples, yes_id, no_id)
         optimizer.zero_grad()
