@@ -7,7 +7,8 @@ Prints a table (accuracy of the `--confidence-from` strategy, generated and veri
 writes one plot (fixed settings as points, adaptive as a line over tau). The goal it checks: the accuracy of
 the largest fixed setting at no more than 60% of its generated tokens.
 
-Every run's results go to OUT_DIR/<run>.jsonl and are resumed, so a rerun only generates what is missing.
+Every run's results go to OUT_DIR/<run>.jsonl and are resumed, so a rerun only generates what is missing
+(keep one OUT_DIR per model, problem set and setting: files are matched by run name only).
 
     python scripts/bench_adaptive.py                      # embedded default model, bundled set, levels 4-5
     python scripts/bench_adaptive.py --limit 20 --taus 0.5,0.8,1.0 --budgets 32,64,128
@@ -38,6 +39,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--limit", type=int, default=40, help="at most this many problems (after the level filter)")
     ap.add_argument("--verifier", default="unified", choices=["unified", "none"])
     ap.add_argument("--confidence-from", help="strategy key for confidence and accuracy (default: the headline)")
+    ap.add_argument("--confidence-over", default="answered", choices=["answered", "all"],
+                    help="confidence as a share of the answered samples or of all samples")
     ap.add_argument("--n", type=int, default=8, help="samples per problem of the length runs")
     ap.add_argument("--budgets", default="32,64,128", help="token budgets of the length runs")
     ap.add_argument("--fixed-n", default="2,4,8,16", help="sample counts of the fixed-N runs")
@@ -92,6 +95,7 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
     budgets, taus = parse_budgets(args.budgets), [float(t) for t in args.taus.split(",")]
     fixed_ns = int_list(args.fixed_n)
     common = dict(temperature=args.temperature, seed=args.seed, progress=False)
+    adaptive = dict(common, confidence_from=key, confidence_over=args.confidence_over)
     rows = []
     for budget in budgets:
         name = f"fixed-length-{budget}"
@@ -103,24 +107,24 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
                                **common)
         rows.append(summarize(name, "fixed N", records, key, setting=f"N={k}, {args.max_new_tokens} tokens"))
     for tau in taus:
-        name = f"adaptive-length-tau{tau}"
-        records = solve_adaptive_length(engine, problems, n=args.n, budgets=budgets, tau=tau, confidence_from=key,
-                                        out=out_dir / f"{name}.jsonl", **common)
+        name = f"adaptive-length-{args.confidence_over}-tau{tau}"
+        records = solve_adaptive_length(engine, problems, n=args.n, budgets=budgets, tau=tau,
+                                        out=out_dir / f"{name}.jsonl", **adaptive)
         rows.append(summarize(name, "adaptive length", records, key, tau=tau, setting=f"tau={tau}"))
     for tau in taus:
-        name = f"adaptive-n-tau{tau}"
+        name = f"adaptive-n-{args.confidence_over}-tau{tau}"
         records = solve_adaptive_n(engine, problems, wave=args.wave, min_n=args.min_n, max_n=max(fixed_ns),
-                                   tau=tau, confidence_from=key, max_new_tokens=args.max_new_tokens,
-                                   out=out_dir / f"{name}.jsonl", **common)
+                                   tau=tau, max_new_tokens=args.max_new_tokens, out=out_dir / f"{name}.jsonl",
+                                   **adaptive)
         mean_n = sum(r["adaptive"]["n_used"] for r in records) / max(1, len(records))
         rows.append(summarize(name, "adaptive N", records, key, tau=tau, setting=f"tau={tau}, mean N={mean_n:.1f}"))
     return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'run':<26}{'setting':<28}{'accuracy':>9}{'gen tok/problem':>17}{'verifier tok/problem':>22}"]
+    lines = [f"{'run':<34}{'setting':<28}{'accuracy':>9}{'gen tok/problem':>17}{'verifier tok/problem':>22}"]
     for r in rows:
-        lines.append(f"{r['run']:<26}{r['setting']:<28}{r['accuracy']:>9.3f}{r['generated_tokens']:>17.1f}"
+        lines.append(f"{r['run']:<34}{r['setting']:<28}{r['accuracy']:>9.3f}{r['generated_tokens']:>17.1f}"
                      f"{r['verifier_tokens']:>22.1f}")
     return "\n".join(lines)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from tts_engine.adaptive import (check_budgets, confidence_key, continue_samples, derive_seed, join_continuation,
-                                 parse_budgets, solve_adaptive_length, solve_adaptive_n)
+                                 parse_budgets, record_confidence, solve_adaptive_length, solve_adaptive_n)
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
 from tts_engine.params import SamplingParams
@@ -234,3 +234,40 @@ def test_first_round_draws_the_samples_of_a_fixed_run(engine):
         assert [s["text"] for s in record["samples"]] == [s["text"] for s in reference["samples"]]
         assert record["strategies"] == reference["strategies"]
         assert record["time_s"] > 0
+
+
+def test_confidence_over_all_samples_counts_the_unanswered_ones():
+    samples = [{"answer_class": 0, "scores": {"verifier_yes_no": 0.9}},
+               {"answer_class": -1, "scores": {"verifier_yes_no": 0.3}},
+               {"answer_class": 0, "scores": {"verifier_yes_no": 0.6}},
+               {"answer_class": -1, "scores": {"verifier_yes_no": 0.2}}]
+    record = {"samples": samples, "strategies": {"majority": {"confidence": 1.0},
+                                                 "weighted:verifier_yes_no": {"confidence": 1.0}}}
+    assert record_confidence(record, "majority") == 1.0
+    assert record_confidence(record, "majority", "all") == 0.5
+    assert record_confidence(record, "weighted:verifier_yes_no", "all") == pytest.approx(1.5 / 2.0)
+
+
+@pytest.mark.parametrize("over, rounds", [("answered", 1), ("all", 2)])
+def test_confidence_over_all_keeps_a_problem_with_cut_samples_open(engine, over, rounds):
+    original = engine.backend.generate
+
+    def one_answer_one_cut(prompts, params):
+        if params.n == 1:  # continuations: the real model
+            return original(prompts, params)
+        made = [("2\\boxed{2}", "stop"), ("1+1=", "length")]
+        return [[Sample(text, engine.backend.encode(text), reason, [-1.0] * len(engine.backend.encode(text)))
+                 for text, reason in made] for _ in prompts]
+
+    engine.backend.generate = one_answer_one_cut
+    try:
+        records = solve_adaptive_length(engine, PROBLEMS[1:2], n=2, budgets=[4, 8], tau=0.9,
+                                        confidence_from="majority", confidence_over=over, progress=False)
+    finally:
+        engine.backend.generate = original
+    block = records[0]["adaptive"]
+    assert block["confidences"][0] == (1.0 if over == "answered" else 0.5)
+    assert block["rounds"] == rounds and block["confidence_over"] == over == records[0]["run"]["adaptive"]["confidence_over"]
+    assert records[0]["samples"][1]["text"].startswith("1+1=")
+    with pytest.raises(ValueError, match="confidence_over must be one of"):
+        solve_adaptive_n(engine, PROBLEMS, confidence_over="some")

@@ -7,7 +7,8 @@
   (after at least min_n samples) or at max_n.
 
 Confidence is that of one strategy's vote (`confidence_from`, a key of a record's "strategies"; default the
-headline: `weighted:verifier_<score_norm>` with a verifier, else `majority`). Records are the engine's
+headline: `weighted:verifier_<score_norm>` with a verifier, else `majority`), as a share of the answered
+samples (the vote's own confidence) or, with `confidence_over="all"`, of all samples. Records are the engine's
 (`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
 with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
 """
@@ -85,6 +86,40 @@ def confidence_key(engine, confidence_from: str | None) -> str:
     if confidence_from not in keys:
         raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
     return confidence_from
+
+
+CONFIDENCE_OVER = ("answered", "all")
+"""What a confidence is a share of: the scores of the samples with an answer (the vote's own confidence), or
+of all samples, so that samples with no answer yet (cut short, unparsable) count against stopping."""
+
+
+def record_confidence(record: dict[str, Any], key: str, over: str = "answered") -> float:
+    """The confidence of strategy `key`'s vote in a record, as a share of the answered or of all samples."""
+    confidence = record["strategies"][key]["confidence"]
+    if over == "answered":
+        return confidence
+    kind = key.split(":", 1)[1] if ":" in key else None  # majority weighs every sample 1
+    weights = [s["scores"][kind] if kind else 1.0 for s in record["samples"]]
+    answered = sum(w for w, s in zip(weights, record["samples"]) if s["answer_class"] >= 0)
+    return round(confidence * answered / sum(weights), 6) if sum(weights) > 0 else 0.0
+
+
+def check_confidence_over(over: str) -> str:
+    if over not in CONFIDENCE_OVER:
+        raise ValueError(f"confidence_over must be one of {CONFIDENCE_OVER}, got {over!r}")
+    return over
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """When a problem is confident enough to stop."""
+
+    key: str
+    tau: float
+    over: str
+
+    def block(self) -> dict[str, Any]:
+        return {"confidence_from": self.key, "confidence_over": self.over, "tau": self.tau}
 
 
 def derive_seed(seed: int | None, stream: str, index: int, rank: int = 0) -> int | None:
@@ -260,8 +295,8 @@ class _Track:
     time_s: float = 0.0
     """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
-    def observe(self, record: dict[str, Any], key: str) -> float:
-        confidence = record["strategies"][key]["confidence"]
+    def observe(self, record: dict[str, Any], rule: _Rule) -> float:
+        confidence = record_confidence(record, rule.key, rule.over)
         self.confidences.append(confidence)
         for sample in record["samples"]:
             if sample["text"] not in self.scored_texts:
@@ -302,23 +337,23 @@ def _run_block(engine, params: SamplingParams, settings: dict[str, Any]) -> dict
 # --- adaptive length ---------------------------------------------------------------------------------------
 def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
                           budgets: Sequence[int] = (256, 512, 1024, 2048), tau: float = 0.6,
-                          confidence_from: str | None = None, temperature: float = 1.0, top_p: float = 1.0,
-                          seed: int | None = 0, out: str | Path | None = None,
-                          progress: bool = True) -> list[dict[str, Any]]:
+                          confidence_from: str | None = None, confidence_over: str = "answered",
+                          temperature: float = 1.0, top_p: float = 1.0, seed: int | None = 0,
+                          out: str | Path | None = None, progress: bool = True) -> list[dict[str, Any]]:
     """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget.
 
     Returns records in input order (problems already in `out` are read back, not generated)."""
-    budgets, tau = check_budgets(budgets), check_tau(tau)
-    key = confidence_key(engine, confidence_from)
+    budgets = check_budgets(budgets)
+    rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=budgets[0], seed=seed,
                             stop=list(engine.prompt_config.stop))
-    settings = {"strategy": "adaptive-length", "budgets": budgets, "tau": tau, "confidence_from": key}
+    settings = {"strategy": "adaptive-length", "budgets": budgets, **rule.block()}
     run_block = _run_block(engine, replace(params, max_new_tokens=budgets[-1]), settings)
     run = _Run(problems, out, progress, "adaptive-length")
     try:
         with _verifier_cache(engine):
             for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // n)):
-                for record in _length_rounds(engine, chunk, params, budgets, tau, key):
+                for record in _length_rounds(engine, chunk, params, budgets, rule):
                     record["run"] = run_block
                     run.finish(record)
     finally:
@@ -326,7 +361,7 @@ def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
     return run.records(problems)
 
 
-def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict[str, Any]]:
+def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[dict[str, Any]]:
     """Rounds over one chunk of problems; yields each record as its problem finishes."""
     clock, prompts = _Clock(), engine.prompts(problems)
     samples = _generate(engine, problems, prompts, params)  # (P, N)
@@ -344,14 +379,14 @@ def _length_rounds(engine, problems, params, budgets, tau, key) -> Iterator[dict
         clock.charge(tracks, open_rows)
         still_open = []
         for i, record in zip(open_rows, records):
-            confidence = tracks[i].observe(record, key)
+            confidence = tracks[i].observe(record, rule)
             next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
-            reason = _length_stop(confidence, tau, next_budget, samples[i], engine.backend.max_model_len)
+            reason = _length_stop(confidence, rule.tau, next_budget, samples[i], engine.backend.max_model_len)
             if reason is None:
                 still_open.append(i)
                 continue
             record["adaptive"] = {
-                "strategy": "adaptive-length", "confidence_from": key, "tau": tau, "confidence": confidence,
+                "strategy": "adaptive-length", **rule.block(), "confidence": confidence,
                 "stopped_because": reason, "rounds": round_index + 1, "budget_reached": budget,
                 "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
@@ -377,25 +412,24 @@ def _length_stop(confidence: float, tau: float, next_budget: int | None, samples
 
 # --- adaptive N --------------------------------------------------------------------------------------------
 def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_n: int = 64, min_n: int = 4,
-                     tau: float = 0.8, confidence_from: str | None = None, temperature: float = 1.0,
-                     top_p: float = 1.0, max_new_tokens: int = 256, seed: int | None = 0,
-                     out: str | Path | None = None, progress: bool = True) -> list[dict[str, Any]]:
+                     tau: float = 0.8, confidence_from: str | None = None, confidence_over: str = "answered",
+                     temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 256,
+                     seed: int | None = 0, out: str | Path | None = None,
+                     progress: bool = True) -> list[dict[str, Any]]:
     """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n.
 
     Returns records in input order (problems already in `out` are read back, not generated)."""
     check_waves(wave, min_n, max_n)
-    tau = check_tau(tau)
-    key = confidence_key(engine, confidence_from)
+    rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
     params = SamplingParams(n=max_n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                             seed=seed, stop=list(engine.prompt_config.stop))
-    settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, "tau": tau,
-                "confidence_from": key}
+    settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, **rule.block()}
     run_block = _run_block(engine, params, settings)
     run = _Run(problems, out, progress, "adaptive-n")
     try:
         with _verifier_cache(engine):
             for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // wave)):
-                for record in _waves(engine, chunk, params, wave, min_n, tau, key):
+                for record in _waves(engine, chunk, params, wave, min_n, rule):
                     record["run"] = run_block
                     run.finish(record)
     finally:
@@ -403,7 +437,7 @@ def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_
     return run.records(problems)
 
 
-def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str, Any]]:
+def _waves(engine, problems, params, wave, min_n, rule: _Rule) -> Iterator[dict[str, Any]]:
     """Waves over one chunk of problems; yields each record as its problem finishes."""
     max_n = params.n
     clock, prompts = _Clock(), engine.prompts(problems)
@@ -423,13 +457,13 @@ def _waves(engine, problems, params, wave, min_n, tau, key) -> Iterator[dict[str
         wave_index += 1
         still_open = []
         for i, record in zip(open_rows, records):
-            confidence, used = tracks[i].observe(record, key), len(samples[i])
-            reason = ("confident" if used >= min_n and confidence >= tau else "max_n" if used >= max_n else None)
+            confidence, used = tracks[i].observe(record, rule), len(samples[i])
+            reason = ("confident" if used >= min_n and confidence >= rule.tau else "max_n" if used >= max_n else None)
             if reason is None:
                 still_open.append(i)
                 continue
             record["adaptive"] = {
-                "strategy": "adaptive-n", "confidence_from": key, "tau": tau, "confidence": confidence,
+                "strategy": "adaptive-n", **rule.block(), "confidence": confidence,
                 "stopped_because": reason, "n_used": used, "waves": wave_index,
                 "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
@@ -453,5 +487,6 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> str:
     else:
         where = f"mean N used: {sum(b['n_used'] for b in blocks) / len(blocks):.1f}"
     why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
-    return f"{blocks[0]['strategy']} ({blocks[0]['confidence_from']}, tau={blocks[0]['tau']}): {where}; " \
+    over = "" if blocks[0].get("confidence_over", "answered") == "answered" else " over all samples"
+    return f"{blocks[0]['strategy']} ({blocks[0]['confidence_from']}{over}, tau={blocks[0]['tau']}): {where}; " \
            f"stopped: {why}; generated tokens / problem: {spent:.1f}"

@@ -90,12 +90,15 @@ def main(verbose: bool) -> None:
               "(default 0.6 for adaptive-length, 0.8 for adaptive-n).")
 @click.option("--confidence-from", help="adaptive: strategy key whose vote confidence is compared with tau "
               "(default weighted:verifier_<score-norm> with a verifier, else majority).")
+@click.option("--confidence-over", type=click.Choice(["answered", "all"]), default="answered", show_default=True,
+              help="adaptive: confidence as a share of the samples with an answer, or of all samples (samples "
+              "with no answer yet then count against stopping).")
 @click.option("--wave", type=int, default=4, show_default=True, help="adaptive-n: samples per wave.")
 @click.option("--min-n", type=int, default=4, show_default=True, help="adaptive-n: fewest samples before stopping.")
 @click.option("--max-n", type=int, default=64, show_default=True, help="adaptive-n: most samples (replaces --n).")
 def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed, verifier, verifier_model,
           score_norm, grader, judge_model, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
-          wave, min_n, max_n):
+          confidence_over, wave, min_n, max_n):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .engine import Engine
     from .models import default_problems_path
@@ -120,9 +123,9 @@ def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed,
                                seed=seed, out=out, progress=not quiet)
     else:
         records = _solve_adaptive(engine, items, strategy, n=n, budgets=budgets, tau=tau,
-                                  confidence_from=confidence_from, wave=wave, min_n=min_n, max_n=max_n,
-                                  temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
-                                  out=out, progress=not quiet)
+                                  confidence_from=confidence_from, confidence_over=confidence_over, wave=wave,
+                                  min_n=min_n, max_n=max_n, temperature=temperature, top_p=top_p,
+                                  max_new_tokens=max_new_tokens, seed=seed, out=out, progress=not quiet)
     click.echo(format_summary(summarize(records)))
     if out:
         click.echo(f"results: {out}", err=True)
