@@ -50,3 +50,16 @@ def test_verifier_metrics_pooled_and_within():
 def test_first_per_level():
     records = [{"level": 1, "i": 0}, {"level": 2, "i": 1}, {"level": 1, "i": 2}, {"level": 1, "i": 3}]
     assert [r["i"] for r in first_per_level(records, 2)] == [0, 1, 2]
+
+
+def test_markdown_orders_sizes_numerically_after_a_json_round_trip():
+    import json
+
+    from tts_engine.training.evaluate import to_markdown
+
+    rows = [[s("1", True, 0.9), s("2", False, 0.1)] * 8]
+    report = {"pass@1": 0.5, "pass@1_by_level": {"L1": 0.5}, "problems": 1, "n": 16,
+              "strategies": strategy_accuracy(rows, ["1"], sizes=(4, 16)), "verifier": verifier_metrics(rows)}
+    text = to_markdown(json.loads(json.dumps(report)))
+    assert "| strategy | N=4 | N=16 |" in text
+    assert text == to_markdown(report)

@@ -83,7 +83,8 @@ def cosine_schedule(optimizer, total_steps: int, warmup_steps: int, min_ratio: f
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-SERVING_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+SERVING_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                 "tokenizer_config.json",
                  "special_tokens_map.json", "tts_engine.json", TRAINING_CONFIG)
 
 

@@ -198,12 +198,15 @@ def evaluate(model_dir, problems: list[dict], n: int = 64, threads: int = 1, pro
 
 def to_markdown(report: dict) -> str:
     """The two tables of one report."""
-    sizes = sorted({n for row in report["strategies"].values() for n in row})
-    lines = [f"pass@1 = {report['pass@1']:.3f} (" + ", ".join(f"{k} {v:.2f}" for k, v in report["pass@1_by_level"].items())
-             + f"); {report['problems']} problems x {report['n']} samples, T=1", "",
+    # sizes are ints in a fresh report and strings after a JSON round trip
+    strategies = {name: {int(n): v for n, v in row.items()} for name, row in report["strategies"].items()}
+    sizes = sorted({n for row in strategies.values() for n in row})
+    by_level = ", ".join(f"{k} {v:.2f}" for k, v in report["pass@1_by_level"].items())
+    lines = [f"pass@1 = {report['pass@1']:.3f} ({by_level}); "
+             f"{report['problems']} problems x {report['n']} samples, T=1", "",
              "| strategy | " + " | ".join(f"N={n}" for n in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
-    for name, row in report["strategies"].items():
+    for name, row in strategies.items():
         lines.append(f"| {name} | " + " | ".join(f"{row[n]:.3f}" for n in sizes) + " |")
     lines += ["", "| score | balanced acc (pooled) | AUROC (pooled) | balanced acc (within) | AUROC (within) |",
               "|---|---|---|---|---|"]

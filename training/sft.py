@@ -40,7 +40,8 @@ class SFTConfig:
     """Seed of the training problem stream (the bundled evaluation set is excluded from it)."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
-    model: TinyModelConfig = field(default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256))
+    model: TinyModelConfig = field(
+        default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256))
     """Model size (used only when starting from scratch)."""
     eval_every: int = 70
     """Steps between pass@1 checks on the dev set (and checkpoints)."""
