@@ -62,4 +62,6 @@ def test_answer_helpers():
     assert last_boxed("a \\boxed{3} then \\boxed{ 12 }") == "12"
     assert last_boxed("no answer") is None
     assert answer_key("012") == "12" and answer_key(None) is None
+    assert answer_key("--1") == "--1" and answer_key("-3") == "-3"  # malformed text stays text, never raises
+    assert reward("\\boxed{--1}", "2") == 0.0  # no crash; ("--1" vs "1" is the shared checker's call: equal)
     assert reward("12-3=9\n", "9") == 0.0  # no boxed answer: no reward

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def last_boxed(text: str) -> str | None:
@@ -41,7 +42,7 @@ def answer_key(answer: str | None) -> str | None:
     if answer is None:
         return None
     text = answer.strip().replace(",", "")
-    if text.lstrip("-").isdigit():
+    if _INTEGER.fullmatch(text):
         return str(int(text))
     return text or None
 
@@ -66,4 +67,4 @@ def reward(text: str, reference: str) -> float:
 
 
 def _is_int(key: str | None) -> bool:
-    return key is not None and key.lstrip("-").isdigit()
+    return key is not None and _INTEGER.fullmatch(key) is not None
