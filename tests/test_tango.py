@@ -143,3 +143,13 @@ def test_balanced_pick_rebalances_rare_correct_solutions():
     even = [True] * 30 + [False] * 30
     assert sum(even[i] for i in tr.balanced_pick(even, 8, rng)) == 4
     assert tr.balanced_pick([False] * 3, 8, rng) == [0, 1, 2]
+
+
+def test_step_label_diagnostic_marks_the_first_step_off_the_reference():
+    from tts_engine.training.tango_oracle import reference_first_error
+
+    ref = "1+2=3\n3*2=6\n\\boxed{6}"
+    assert reference_first_error(ref, ref) == -1
+    assert reference_first_error("1+2=4\n4*2=8\n\\boxed{8}", ref) == 0
+    assert reference_first_error("1+2=3\n3*2=7\n\\boxed{7}", ref) == 1
+    assert reference_first_error("1+2=3\n3*2=6\n\\boxed{6}\nmore", ref) == 3

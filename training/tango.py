@@ -351,11 +351,11 @@ def weighted_sft_loss(role: Role, prompts: list[str], targets: list[str], weight
     return (per_example * weights).sum()
 
 
-def train_tango(config: TangoConfig, progress: bool = True, log=print) -> Path:
+def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_cls=None) -> Path:
     """Run (or resume) Tango and return the output directory (generator/ and verifier/ inside)."""
     from tqdm import tqdm
 
-    trainer = TangoTrainer(config)
+    trainer = (trainer_cls or TangoTrainer)(config)
     trainer.out.mkdir(parents=True, exist_ok=True)
     (trainer.out / "tango_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
     bar = tqdm(total=config.total_steps, initial=trainer.step_count, disable=not progress, desc="tango",
