@@ -100,3 +100,18 @@ def test_cli_help_is_complete():
     for option in ("--model", "--n", "--out", "--backend", "--temperature", "--max-new-tokens", "--seed",
                    "--verifier", "--score-norm", "--limit"):
         assert option in text
+
+
+def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
+    from tts_engine.cli import parse_backend_options
+
+    assert parse_backend_options(("max_batch_rows=8", "dtype=float32", "x=0.5", "flag=true")) == {
+        "max_batch_rows": 8, "dtype": "float32", "x": 0.5, "flag": True}
+    runner = CliRunner()
+    bad = runner.invoke(main, ["solve", str(problems_file), "--model", tiny_model_dir, "--backend-option", "nokey"])
+    assert bad.exit_code != 0 and "expected KEY=VALUE" in bad.output
+    unknown = runner.invoke(main, ["solve", str(problems_file), "--model", tiny_model_dir,
+                                   "--backend-option", "warp_speed=9"])
+    assert unknown.exit_code != 0 and "warp_speed" in unknown.output
+    engine = Engine(tiny_model_dir, backend_options={"max_batch_rows": 8})
+    assert engine.backend.max_batch_rows == 8

@@ -34,6 +34,28 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
+def parse_backend_options(items: tuple[str, ...]) -> dict:
+    """KEY=VALUE pairs; values read as int, float, true/false or text."""
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--backend-option")
+        options[key.replace("-", "_")] = _parse_value(value)
+    return options
+
+
+def _parse_value(text: str):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _unavailable(name: str, err: Exception) -> click.Command:
     @click.command(name=name, help=f"{LAZY_COMMANDS[name][2]} (unavailable: {err})")
     def command():
@@ -76,6 +98,10 @@ def main(verbose: bool) -> None:
 @click.option("--grader", type=click.Choice(["rule", "hybrid", "judge"]), default="rule", show_default=True,
               help="How answers are graded against references (hybrid/judge need --judge-model).")
 @click.option("--judge-model", type=click.Path(), help="LLM judge for --grader hybrid|judge.")
+@click.option("--backend-option", "backend_option", multiple=True, metavar="KEY=VALUE",
+              help="Backend setting, repeatable: e.g. dtype=bfloat16, max_batch_rows=64 (hf); "
+              "tensor_parallel_size=2, gpu_memory_utilization=0.8, max_model_len=4096 (vllm); "
+              "base_url=..., tokenizer=PATH, max_concurrency=32 (openai).")
 @click.option("--limit", type=int, help="Only the first LIMIT problems.")
 @click.option("--shard", help="Only shard I/K of the problems (0-based), for data-parallel runs.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Results JSONL, written as problems finish; "
@@ -97,7 +123,7 @@ def main(verbose: bool) -> None:
 @click.option("--min-n", type=int, default=4, show_default=True, help="adaptive-n: fewest samples before stopping.")
 @click.option("--max-n", type=int, default=64, show_default=True, help="adaptive-n: most samples (replaces --n).")
 def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed, verifier, verifier_model,
-          score_norm, grader, judge_model, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
+          score_norm, grader, judge_model, backend_option, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
           confidence_over, wave, min_n, max_n):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .engine import Engine
@@ -113,8 +139,9 @@ def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed,
         items = shard_problems(items, shard)
     try:
         engine = Engine(model, backend=backend, verifier=verifier, verifier_model=verifier_model,
+                        backend_options=parse_backend_options(backend_option),
                         score_norm=score_norm, grader=grader, judge_model=judge_model)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, TypeError, ImportError) as err:
         raise click.ClickException(str(err)) from err
     click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {backend})", err=True)
     click.echo(f"problems: {problems_path} ({len(items)}), n={n if strategy != 'adaptive-n' else max_n}", err=True)
