@@ -133,10 +133,12 @@ def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
     """For each adaptive family: its cheapest run matching the largest fixed setting's accuracy, and the ratio."""
     lines = []
     for fixed, adaptive in (("fixed length", "adaptive length"), ("fixed N", "adaptive N")):
-        largest = max((r for r in rows if r["family"] == fixed), key=lambda r: r["generated_tokens"])
-        if largest["accuracy"] == 0:
-            lines.append(f"{adaptive}: not informative: {largest['run']} has accuracy 0 (the model solves nothing "
-                         "here), so matching it costs nothing")
+        family = sorted((r for r in rows if r["family"] == fixed), key=lambda r: r["generated_tokens"])
+        smallest, largest = family[0], family[-1]
+        if largest["accuracy"] <= smallest["accuracy"]:
+            lines.append(f"{adaptive}: not informative: more fixed compute buys nothing here ({smallest['run']} "
+                         f"{smallest['accuracy']:.3f}, {largest['run']} {largest['accuracy']:.3f}), so matching "
+                         "the largest setting is cheap for any strategy")
             continue
         matching = [r for r in rows if r["family"] == adaptive and r["accuracy"] >= largest["accuracy"]]
         if not matching:
