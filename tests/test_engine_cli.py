@@ -115,3 +115,23 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
     assert unknown.exit_code != 0 and "warp_speed" in unknown.output
     engine = Engine(tiny_model_dir, backend_options={"max_batch_rows": 8})
     assert engine.backend.max_batch_rows == 8
+
+
+def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
+    from pathlib import Path
+
+    assets = Path(__import__("tts_engine").__file__).parent / "assets" / "tango"
+    if not (assets / "verifier" / "config.json").is_file():
+        pytest.skip("no shipped process verifier")
+    out = tmp_path / "p.jsonl"
+    result = CliRunner().invoke(main, [
+        "solve", str(problems_file), "--model", str(assets / "generator"), "--verifier-kind", "process",
+        "--verifier-model", str(assets / "verifier"), "--process-aggregation", "min", "--n", "2",
+        "--max-new-tokens", "24", "--limit", "2", "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    record = next(iter(read_results(out)))
+    assert record["run"]["verifier"] == "process:min"
+    assert {"process", "process_final", "process_min"} <= set(record["samples"][0]["scores"])
+    assert "weighted:process_min" in record["strategies"]
+    with pytest.raises(ValueError, match="needs a process verifier checkpoint"):
+        Engine(str(assets / "generator"), verifier="process")

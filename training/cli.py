@@ -113,3 +113,12 @@ def export(run_dir, dest) -> None:
     from .checkpoint import default_model_path, export_serving
 
     click.echo(export_serving(run_dir, dest or default_model_path()))
+
+
+def _add_tango() -> None:
+    from .tango import tango_command
+
+    train.add_command(tango_command)
+
+
+_add_tango()

@@ -90,9 +90,14 @@ def main(verbose: bool) -> None:
 @click.option("--top-p", type=float, default=1.0, show_default=True)
 @click.option("--max-new-tokens", type=int, default=256, show_default=True, help="Token budget per sample.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--verifier", type=click.Choice(["unified", "none"]), default="unified", show_default=True,
-              help="unified: the model itself asked 'Is this solution correct?'; none: likelihood only.")
-@click.option("--verifier-model", type=click.Path(), help="A separate checkpoint for the unified verifier.")
+@click.option("--verifier", "--verifier-kind", "verifier", type=click.Choice(["unified", "process", "none"]),
+              default="unified", show_default=True,
+              help="unified: the model itself asked 'Is this solution correct?' (score P(Yes)); process: a "
+              "generative verifier judging every step (needs --verifier-model); none: likelihood only.")
+@click.option("--verifier-model", type=click.Path(), help="A separate verifier checkpoint (unified or process).")
+@click.option("--process-aggregation", type=click.Choice(["final", "min", "prod", "mean", "last"]),
+              default="final", show_default=True,
+              help="process verifier: headline score from the final verdict or from step scores (all are recorded).")
 @click.option("--score-norm", type=click.Choice(SCORE_NORMS), default="yes_no", show_default=True,
               help="Headline normalisation of P(Yes) (both are always recorded).")
 @click.option("--grader", type=click.Choice(["rule", "hybrid", "judge"]), default="rule", show_default=True,
@@ -123,7 +128,7 @@ def main(verbose: bool) -> None:
 @click.option("--min-n", type=int, default=4, show_default=True, help="adaptive-n: fewest samples before stopping.")
 @click.option("--max-n", type=int, default=64, show_default=True, help="adaptive-n: most samples (replaces --n).")
 def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed, verifier, verifier_model,
-          score_norm, grader, judge_model, backend_option, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
+          process_aggregation, score_norm, grader, judge_model, backend_option, limit, shard, out, quiet, strategy, budgets, tau, confidence_from,
           confidence_over, wave, min_n, max_n):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .engine import Engine
@@ -140,6 +145,7 @@ def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed,
     try:
         engine = Engine(model, backend=backend, verifier=verifier, verifier_model=verifier_model,
                         backend_options=parse_backend_options(backend_option),
+                        process_aggregation=process_aggregation,
                         score_norm=score_norm, grader=grader, judge_model=judge_model)
     except (ValueError, FileNotFoundError, TypeError, ImportError) as err:
         raise click.ClickException(str(err)) from err

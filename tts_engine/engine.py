@@ -17,7 +17,7 @@ from .verifiers import SCORE_NORMS, UnifiedVerifier, likelihood_score
 
 log = logging.getLogger(__name__)
 
-VERIFIERS = ("unified", "none")
+VERIFIERS = ("unified", "process", "none")
 GRADERS = ("rule", "hybrid", "judge")
 ROWS_PER_CHUNK = 512
 """Samples generated per engine step: results are written after each step (the backend batches inside)."""
@@ -29,7 +29,8 @@ class Engine:
     def __init__(self, model: str | Path | None = None, *, backend: str = "hf", verifier: str = "unified",
                  verifier_model: str | Path | None = None, score_norm: str = "yes_no",
                  prompt_config: PromptConfig | None = None, grader: str = "rule",
-                 judge_model: str | Path | None = None, backend_options: dict[str, Any] | None = None):
+                 judge_model: str | Path | None = None, backend_options: dict[str, Any] | None = None,
+                 process_aggregation: str = "final"):
         from .backends import make_backend
         from .models import resolve_model
 
@@ -51,13 +52,20 @@ class Engine:
             from .answers import LLMJudge
 
             self.judge = LLMJudge(make_backend(backend, str(judge_model), **(backend_options or {})))
+        if verifier == "process" and verifier_model is None:
+            raise ValueError("verifier 'process' needs a process verifier checkpoint: pass verifier_model "
+                             "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)")
+        scorer = self.backend
+        if verifier_model is not None and verifier != "none":
+            scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
         self.verifier = None
         if verifier == "unified":
-            scorer = self.backend
-            if verifier_model is not None:
-                scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
             self.verifier = UnifiedVerifier(scorer, self.prompt_config)
-        self.verifier_name = verifier
+        elif verifier == "process":
+            from .verifiers.process import ProcessVerifier
+
+            self.verifier = ProcessVerifier(scorer, PromptConfig.load(verifier_model), aggregation=process_aggregation)
+        self.verifier_name = verifier if verifier != "process" else f"process:{process_aggregation}"
 
     def prompts(self, problems: Sequence[Problem]) -> list[str]:
         """The exact generation prompt of each problem."""

@@ -2,6 +2,8 @@
 
 from .base import SampleScore, Verifier
 from .likelihood import likelihood_score
+from .process import ProcessSampleScore, ProcessVerifier, parse_verification
 from .unified import SCORE_NORMS, UnifiedVerifier, yes_no_scores
 
-__all__ = ["SampleScore", "Verifier", "UnifiedVerifier", "likelihood_score", "yes_no_scores", "SCORE_NORMS"]
+__all__ = ["SampleScore", "Verifier", "UnifiedVerifier", "ProcessVerifier", "ProcessSampleScore",
+           "parse_verification", "likelihood_score", "yes_no_scores", "SCORE_NORMS"]
