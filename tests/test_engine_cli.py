@@ -135,3 +135,17 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
     assert "weighted:process_min" in record["strategies"]
     with pytest.raises(ValueError, match="needs a process verifier checkpoint"):
         Engine(str(assets / "generator"), verifier="process")
+
+
+def test_samples_too_long_to_verify_score_zero_and_never_fail(tiny_model_dir, problems_file):
+    engine = Engine(tiny_model_dir)
+    limit = engine.backend.max_model_len
+    engine.backend.model.config.max_position_embeddings = 40  # a context the verification prompt overflows
+    try:
+        problems = load_problems(problems_file)[:1]
+        record = engine.solve(problems, n=2, max_new_tokens=30, progress=False)[0]
+    finally:
+        engine.backend.model.config.max_position_embeddings = limit
+    for sample in record["samples"]:
+        assert sample["verifier_status"] == "too_long"
+        assert sample["scores"]["verifier_yes_no"] == 0.0 and sample["verifier_tokens"] == 0

@@ -60,6 +60,7 @@ class FakeBackend:
     """Char tokenizer; generate returns fixed texts with each token's probability 0.8; P(Yes) vs P(No) fixed."""
 
     name = "fake"
+    max_model_len = 1024
 
     def __init__(self, texts, logp_yes=math.log(0.6), logp_no=math.log(0.2)):
         self.tok = build_char_tokenizer()

@@ -152,8 +152,11 @@ def solve(problems, model, backend, n, temperature, top_p, max_new_tokens, seed,
     click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {backend})", err=True)
     click.echo(f"problems: {problems_path} ({len(items)}), n={n if strategy != 'adaptive-n' else max_n}", err=True)
     if strategy == "fixed":
-        records = engine.solve(items, n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                               seed=seed, out=out, progress=not quiet)
+        try:
+            records = engine.solve(items, n=n, temperature=temperature, top_p=top_p,
+                                   max_new_tokens=max_new_tokens, seed=seed, out=out, progress=not quiet)
+        except ValueError as err:  # bad settings or a problem that cannot be served; finished lines are kept
+            raise click.ClickException(str(err)) from err
     else:
         records = _solve_adaptive(engine, items, strategy, n=n, budgets=budgets, tau=tau,
                                   confidence_from=confidence_from, confidence_over=confidence_over, wave=wave,

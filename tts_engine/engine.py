@@ -144,9 +144,11 @@ class Engine:
         for j, sample in enumerate(samples):
             scores = {"likelihood": likelihood_score(sample.logprobs)}
             verifier_tokens = 0
+            verifier_status = None
             if verdicts is not None:
                 scores.update(verdicts[j].scores)
                 verifier_tokens = verdicts[j].tokens
+                verifier_status = verdicts[j].status
             c = classes.class_ids[j]
             sample_records.append({
                 "text": sample.text, "answer": answers[j], "answer_class": c,
@@ -155,6 +157,8 @@ class Engine:
                 "num_tokens": sample.num_tokens, "finish_reason": sample.finish_reason,
                 "scores": scores, "verifier_tokens": verifier_tokens,
             })
+            if verifier_status not in (None, "ok"):
+                sample_records[-1]["verifier_status"] = verifier_status
         return {
             "id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields,
             "prompt": prompt, "samples": sample_records,

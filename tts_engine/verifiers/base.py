@@ -14,6 +14,8 @@ class SampleScore:
     """Score kind -> score in [0, 1] (e.g. verifier_vocab, verifier_yes_no)."""
     tokens: int = 0
     """Tokens the verifier read or wrote for this solution (its compute)."""
+    status: str = "ok"
+    """"ok", or why the score is a fallback (e.g. "too_long": the verification prompt exceeds the context)."""
 
 
 class Verifier(Protocol):

@@ -240,8 +240,15 @@ class ProcessVerifier:
               outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
         flat_prompts = self.prompts(questions, prompts, outputs)
         solutions = [o for outs in outputs for o in outs]
-        generated = [row[0] for row in self.backend.generate(flat_prompts, self.params)] if flat_prompts else []
-        scored = self.score_generated(flat_prompts, solutions, generated)
+        # A verification prompt that leaves no room for the verdict scores 0 ("too_long"), never fails the batch.
+        room = self.backend.max_model_len - self.params.max_new_tokens
+        fits = [k for k, fp in enumerate(flat_prompts) if len(self.backend.encode(fp)) < room]
+        generated = [row[0] for row in self.backend.generate([flat_prompts[k] for k in fits], self.params)] \
+            if fits else []
+        done = dict(zip(fits, self.score_generated([flat_prompts[k] for k in fits], [solutions[k] for k in fits],
+                                                   generated)))
+        scored = [done.get(k) or ProcessSampleScore({kind: 0.0 for kind in self.kinds}, 0, "too_long")
+                  for k in range(len(flat_prompts))]
         result, start = [], 0
         for outs in outputs:
             result.append(scored[start:start + len(outs)])

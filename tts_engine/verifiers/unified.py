@@ -43,11 +43,14 @@ class UnifiedVerifier:
 
     def score(self, questions: Sequence[str], prompts: Sequence[str],
               outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
+        """Scores in input order; a verification prompt longer than the context scores 0 ("too_long")."""
         flat = [build_verify_prompt(self.config, q, p, o, self.backend)
                 for q, p, outs in zip(questions, prompts, outputs) for o in outs]
-        logprobs = self.backend.yes_no_logprobs(flat, self.yes_id, self.no_id)
         tokens = [len(self.backend.encode(text)) for text in flat]
-        scored = [SampleScore(yes_no_scores(ly, ln), t) for (ly, ln), t in zip(logprobs, tokens)]
+        fits = [i for i, t in enumerate(tokens) if t < self.backend.max_model_len]
+        logprobs = dict(zip(fits, self.backend.yes_no_logprobs([flat[i] for i in fits], self.yes_id, self.no_id)))
+        scored = [SampleScore(yes_no_scores(*logprobs[i]), tokens[i]) if i in logprobs else
+                  SampleScore({kind: 0.0 for kind in self.kinds}, 0, status="too_long") for i in range(len(flat))]
         result, start = [], 0
         for outs in outputs:
             result.append(scored[start:start + len(outs)])
