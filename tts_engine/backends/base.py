@@ -67,3 +67,20 @@ class PromptTooLongError(ValueError):
             f"prompt {index} has {num_tokens} tokens, but the model's context is {max_model_len} tokens "
             "(shorten the problem or the prompt template, or use a model with a longer context)"
         )
+
+
+class TokenizerMethods:
+    """encode / decode / apply_chat_template of a backend holding a Hugging Face tokenizer as `self.tokenizer`."""
+
+    tokenizer: object
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            return None
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -10,10 +10,10 @@ import torch
 
 from ..params import SamplingParams
 from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs
-from .base import PromptTooLongError, Sample
+from .base import PromptTooLongError, Sample, TokenizerMethods
 
 
-class HFBackend:
+class HFBackend(TokenizerMethods):
     """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows."""
 
     name = "hf"
@@ -50,17 +50,6 @@ class HFBackend:
     @property
     def max_model_len(self) -> int:
         return int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
-
-    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
-        if not getattr(self.tokenizer, "chat_template", None):
-            return None
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # --- generation -------------------------------------------------------------------------------------
     @torch.inference_mode()

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from ..params import SamplingParams
 from ..sampling import row_seed
-from .base import PromptTooLongError, Sample
+from .base import PromptTooLongError, Sample, TokenizerMethods
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def checkpoint_num_parameters(model_path: str | Path) -> int:
 
 
 # --- the backend -------------------------------------------------------------------------------------------
-class VLLMBackend:
+class VLLMBackend(TokenizerMethods):
     """vLLM's offline engine behind the Backend protocol; outputs in input order."""
 
     name = "vllm"
@@ -206,17 +206,6 @@ class VLLMBackend:
     @property
     def max_model_len(self) -> int:
         return int(self.llm.llm_engine.model_config.max_model_len)
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
-
-    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
-        if not getattr(self.tokenizer, "chat_template", None):
-            return None
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # --- generation -----------------------------------------------------------------------------------------
     def _encode_prompt(self, index: int, prompt: str) -> list[int]:
