@@ -17,6 +17,7 @@ Triton rows run in the interpreter: their figures check correctness, their times
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import time
@@ -84,7 +85,7 @@ def bench_score(shapes, impls, device, repeats) -> list[Row]:
         shape = f"B={batch} D={dim} V={vocab} {str(dtype)[6:]}"
         reference = None
         for impl in impls:
-            ms, peak, (logp_yes, _) = measure(lambda: runs[impl](hidden, weight), device, repeats)
+            ms, peak, (logp_yes, _) = measure(functools.partial(runs[impl], hidden, weight), device, repeats)
             reference = logp_yes if reference is None else reference
             error = (logp_yes - reference).abs().max().item()
             rows.append(Row("verifier_score", shape, impl, ms, peak, f"max|dlogp|={error:.1e}"))
