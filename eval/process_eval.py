@@ -188,42 +188,38 @@ def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
     return right / len(problems)
 
 
-def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
-    """Outcome balanced accuracy of process_final, step-level first-error metrics, weighted voting per score kind."""
+def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batch_problems: int):
+    """Scores of every sample (batched by problem) and the metrics every verifier kind shares."""
     scored = []
     for start in range(0, len(problems), batch_problems):
         sl = slice(start, start + batch_problems)
         scored.extend(verifier.score([p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
     right = [x for row in correctness(problems, texts) for x in row]
     flat = [s for row in scored for s in row]
-    labels = [arith_first_error(p["problem"], t) for p, row in zip(problems, texts) for t in row]
-    complete = [k for k, y in enumerate(labels) if y is not None]
-    out: dict[str, Any] = {
-        "outcome_bal_acc": balanced_accuracy([s.scores["process_final"] for s in flat], right),
+    metrics = {
+        "outcome_bal_acc": balanced_accuracy([s.scores[outcome_kind] for s in flat], right),
         "outcome_auroc": {kind: auroc([s.scores[kind] for s in flat], right) for kind in flat[0].scores},
-        "step": first_error_metrics([flat[k].first_error for k in complete], [labels[k] for k in complete]),
-        "incomplete_solutions": len(labels) - len(complete),
-        "status": {st: sum(s.status == st for s in flat) for st in sorted({s.status for s in flat})},
         "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
         "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
                      for kind in flat[0].scores},
     }
+    return metrics, flat
+
+
+def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
+    """Outcome balanced accuracy of process_final, step-level first-error metrics, weighted voting per score kind."""
+    out, flat = _outcome_metrics(verifier, problems, prompts, texts, "process_final", batch_problems)
+    labels = [arith_first_error(p["problem"], t) for p, row in zip(problems, texts) for t in row]
+    complete = [k for k, y in enumerate(labels) if y is not None]
+    out["step"] = first_error_metrics([flat[k].first_error for k in complete], [labels[k] for k in complete])
+    out["incomplete_solutions"] = len(labels) - len(complete)
+    out["status"] = {st: sum(s.status == st for s in flat) for st in sorted({s.status for s in flat})}
     return out
 
 
 def unified_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
     """A single-token (Yes/No) verifier on the same samples: outcome balanced accuracy and weighted voting."""
-    scored = []
-    for start in range(0, len(problems), batch_problems):
-        sl = slice(start, start + batch_problems)
-        scored.extend(verifier.score([p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
-    right = [x for row in correctness(problems, texts) for x in row]
-    flat = [s for row in scored for s in row]
-    return {"outcome_bal_acc": balanced_accuracy([s.scores["verifier_yes_no"] for s in flat], right),
-            "outcome_auroc": {kind: auroc([s.scores[kind] for s in flat], right) for kind in flat[0].scores},
-            "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
-            "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
-                         for kind in flat[0].scores}}
+    return _outcome_metrics(verifier, problems, prompts, texts, "verifier_yes_no", batch_problems)[0]
 
 
 def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: str, n: int = 16,
