@@ -92,3 +92,30 @@ def test_loader_names_missing_fields(tmp_path):
     path.write_text('[{"problem": "x", "steps": []}]')
     with pytest.raises(ValueError, match="label"):
         load_processbench(path)
+
+
+class KnowingVerifier:
+    """Scores 1 for the right final answer, 0 otherwise; names step 0 as the error of wrong solutions."""
+
+    name = "knowing"
+
+    def score(self, questions, prompts, outputs):
+        def one(text):
+            ok = text.endswith("\\boxed{20}")
+            s = 1.0 if ok else 0.0
+            return ProcessSampleScore({"process_final": s, "verifier_yes_no": s}, 3, first_error=NO_ERROR if ok else 0)
+        return [[one(t) for t in outs] for outs in outputs]
+
+
+def test_verifier_and_unified_metrics_on_a_verifier_that_knows():
+    from tts_engine.eval.process_eval import unified_metrics, verifier_metrics
+
+    problems = [{"problem": "Compute left to right: 2+3*4.", "answer": "20"}] * 2
+    right, wrong = "2+3=5\n5*4=20\n\\boxed{20}", "2+3=6\n6*4=24\n\\boxed{24}"
+    texts = [[right, wrong, wrong], [wrong, right, wrong]]
+    prompts = ["p"] * 2
+    m = verifier_metrics(KnowingVerifier(), problems, prompts, texts, batch_problems=1)
+    assert m["outcome_bal_acc"] == 1.0 and m["step"]["f1"] == 1.0
+    assert m["weighted"]["process_final"] == 1.0 and m["verifier_tokens_per_sample"] == 3
+    u = unified_metrics(KnowingVerifier(), problems, prompts, texts)
+    assert u["outcome_bal_acc"] == 1.0 and "step" not in u
