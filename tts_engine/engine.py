@@ -162,8 +162,8 @@ class Engine:
         return {
             "id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields,
             "prompt": prompt, "samples": sample_records,
-            "classes": [{"answer": rep, "size": classes.class_ids.count(k), "correct": class_grades[k]}
-                        for k, rep in enumerate(classes.representatives)],
+            "classes": [{"answer": rep, "size": size, "correct": grade}
+                        for rep, size, grade in zip(classes.representatives, classes.sizes(), class_grades)],
             "strategies": strategy_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
             "compute": {
                 "prompt_tokens": samples[0].num_prompt_tokens if samples else 0,
