@@ -23,21 +23,21 @@ from .table import ResultsTable
 from .voting import strategy_names, vote_accuracy_chunked
 
 PASS_AT_K = "pass@k"
-BACKENDS = ("auto", "prefix", "torch", "triton")
+IMPLS = ("auto", "prefix", "torch", "triton")
 EFFICIENCY_AXES = ("samples", "generated_tokens", "tokens", "flops")
 MAX_GROUP_VALUES = 12
 """A field with more distinct values than this (ids, free text) gets no per-group breakdown."""
 
 
 def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int = 1000, seed: int = 0,
-                         backend: str = "auto") -> dict[str, np.ndarray]:
+                         impl: str = "auto") -> dict[str, np.ndarray]:
     """Strategy (and pass@k) -> (K, P) accuracy per k and problem.
 
-    backend: "prefix" walks the nested random subsets once on the CPU (prefix_voting.py); "torch" / "triton"
+    impl: "prefix" walks the nested random subsets once on the CPU (prefix_voting.py); "torch" / "triton"
     vote every subset with tts_engine.kernels.subset_vote; "auto" takes the kernel on a GPU, else "prefix".
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     n, p = table.num_samples, table.num_problems
     drawer = SubsetDrawer(table.ids, n, num_subsets, seed)
     rows = np.arange(p)[:, None]
@@ -45,7 +45,7 @@ def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int
     num_correct = right.sum(axis=1)  # (P,)
     names = [PASS_AT_K] + strategy_names(list(table.scores))
     out = {name: np.zeros((len(ks), p)) for name in names}
-    use_prefix = backend == "prefix" or (backend == "auto" and not torch.cuda.is_available())
+    use_prefix = impl == "prefix" or (impl == "auto" and not torch.cuda.is_available())
     walked = _walk_subsets(table, drawer, ks) if use_prefix else {}
     for i, k in enumerate(ks):
         out[PASS_AT_K][i] = pass_at_k(num_correct, n, k)
@@ -53,7 +53,7 @@ def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int
         if votes is None:
             votes = vote_accuracy_chunked(table.class_ids, table.class_correct, table.scores,
                                           lambda r, k=k: drawer.subsets(k, r), subsets_per_k(n, k, num_subsets), k,
-                                          backend=backend)
+                                          impl=impl)
         for name, values in votes.items():
             out[name][i] = values
     return out
@@ -81,7 +81,7 @@ def summarize_rows(values: np.ndarray, num_drawn: list[int], exact: list[bool]) 
     return {"accuracy": mean.tolist(), "se": se.tolist(), "se_subsets": noise}
 
 
-def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 0, backend: str = "auto",
+def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 0, impl: str = "auto",
                    label: str = "results") -> dict[str, Any]:
     """Every number of the curves of one results table, JSON-ready (see docs/curves.md for the layout)."""
     notes = list(table.notes)
@@ -94,7 +94,7 @@ def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 
     ks = subset_sizes(n)
     exact = [is_enumerated(n, k, num_subsets) for k in ks]
     num_drawn = [subsets_per_k(n, k, num_subsets) for k in ks]
-    accuracy = per_problem_accuracy(scored, ks, num_subsets=num_subsets, seed=seed, backend=backend)
+    accuracy = per_problem_accuracy(scored, ks, num_subsets=num_subsets, seed=seed, impl=impl)
     strategies = {}
     for name, values in accuracy.items():
         entry = summarize_rows(values, num_drawn, [True] * len(ks) if name == PASS_AT_K else exact)

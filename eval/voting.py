@@ -1,6 +1,6 @@
 """Per-problem accuracy of every voting strategy over given subsets, batched through the subset-vote kernel.
 
-On a GPU (backend "auto" or "triton") the tensors go to CUDA and the Triton kernel votes; otherwise the
+On a GPU (impl "auto" or "triton") the tensors go to CUDA and the Triton kernel votes; otherwise the
 kernel's plain-torch version does.
 """
 
@@ -20,7 +20,7 @@ def strategy_names(score_kinds: list[str]) -> list[str]:
 
 
 def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                  subsets: np.ndarray, *, backend: str = "auto") -> dict[str, np.ndarray]:
+                  subsets: np.ndarray, *, impl: str = "auto") -> dict[str, np.ndarray]:
     """Strategy -> (P,) mean correctness of its winner over the R subsets of each problem.
 
     class_ids (P, N) int64 (-1: no answer); class_correct (P, C) bool; scores: kind -> (P, N) float, NaN
@@ -29,7 +29,7 @@ def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict
     from tts_engine.kernels import subset_vote
 
     kinds = list(scores)
-    device = "cuda" if backend in ("auto", "triton") and torch.cuda.is_available() else "cpu"
+    device = "cuda" if impl in ("auto", "triton") and torch.cuda.is_available() else "cpu"
     ids = torch.from_numpy(np.ascontiguousarray(class_ids, dtype=np.int64)).to(device)
     correct = torch.from_numpy(np.ascontiguousarray(class_correct, dtype=bool)).to(device)
     chosen = torch.from_numpy(np.ascontiguousarray(subsets, dtype=np.int64)).to(device)
@@ -37,7 +37,7 @@ def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict
     for position, kind in enumerate(kinds or [None]):
         values = np.zeros(class_ids.shape) if kind is None else np.nan_to_num(scores[kind], nan=0.0)
         values = torch.from_numpy(values.astype(np.float32)).to(device)
-        votes = subset_vote(ids, values, chosen, correct, backend=backend)
+        votes = subset_vote(ids, values, chosen, correct, impl=impl)
         accuracy = {name: np.asarray(votes.accuracy[name].cpu(), dtype=np.float64) for name in STRATEGY_FIELDS}
         if position == 0:
             out["majority"] = accuracy["majority"]
@@ -48,7 +48,7 @@ def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict
 
 
 def vote_accuracy_chunked(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                          subsets_of, num_subsets: int, k: int, *, backend: str = "auto") -> dict[str, np.ndarray]:
+                          subsets_of, num_subsets: int, k: int, *, impl: str = "auto") -> dict[str, np.ndarray]:
     """vote_accuracy over all P problems in chunks; `subsets_of(rows)` gives (p, R, k) indices for row indices.
 
     Problems are taken in order of their number of answer classes, and each chunk's class table is cut to its
@@ -64,7 +64,7 @@ def vote_accuracy_chunked(class_ids: np.ndarray, class_correct: np.ndarray, scor
         width = max(1, int(widths[rows].max()))
         part = vote_accuracy(class_ids[rows], class_correct[rows, :width],
                              {kind: values[rows] for kind, values in scores.items()}, subsets_of(rows),
-                             backend=backend)
+                             impl=impl)
         for name, values in part.items():
             out.setdefault(name, np.zeros(p))[rows] = values
     return out

@@ -4,8 +4,8 @@
 - yes_no_score: P(Yes) / (P(Yes) + P(No)) from those two log-probabilities.
 - subset_vote: majority / weighted / best-of-N winners over R random subsets per problem (accuracy curves).
 
-Importing this package never imports triton. backend="auto" uses Triton for CUDA tensors when triton is
-installed and the torch reference otherwise; backend="triton" off a GPU runs Triton's interpreter, which
+Importing this package never imports triton. impl="auto" uses Triton for CUDA tensors when triton is
+installed and the torch reference otherwise; impl="triton" off a GPU runs Triton's interpreter, which
 needs TRITON_INTERPRET=1 in the environment before triton is first imported (see dispatch.py).
 """
 

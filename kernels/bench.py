@@ -75,7 +75,7 @@ def bench_score(shapes, impls, device, repeats) -> list[Row]:
     runs = {
         "naive": lambda h, w: verifier_score_naive(h, w, 9, 11),
         "torch": lambda h, w: verifier_score_reference(h, w, 9, 11),
-        "triton": lambda h, w: fused_verifier_score(h, w, 9, 11, backend="triton"),
+        "triton": lambda h, w: fused_verifier_score(h, w, 9, 11, impl="triton"),
     }
     rows = []
     for batch, dim, vocab in shapes:
@@ -120,7 +120,7 @@ def bench_vote(shape, ks, impls, device, repeats) -> list[Row]:
         label = f"P={problems} N={samples} R={subsets_per_problem} k={k}"
         reference = None
         for impl in impls:
-            run = lambda: subset_vote(class_ids, scores, subsets, correct, backend=impl)  # noqa: E731
+            run = lambda: subset_vote(class_ids, scores, subsets, correct, impl=impl)  # noqa: E731
             ms, peak, votes = measure(run, device, repeats)
             winners = torch.stack([votes.majority, votes.weighted, votes.best_of_n])
             reference = winners if reference is None else reference

@@ -22,7 +22,7 @@ from types import ModuleType
 
 import torch
 
-BACKENDS = ("auto", "triton", "torch")
+IMPLS = ("auto", "triton", "torch")
 
 
 @functools.cache
@@ -33,8 +33,8 @@ def load_triton() -> tuple[ModuleType, ModuleType]:
         import triton.language as tl
     except ImportError as err:
         raise ImportError(
-            "backend='triton' needs the triton package: `pip install triton` "
-            "(or `pip install tts-engine[triton]`); use backend='torch' or 'auto' without it"
+            "impl='triton' needs the triton package: `pip install triton` "
+            "(or `pip install tts-engine[triton]`); use impl='torch' or impl='auto' without it"
         ) from err
     return triton, tl
 
@@ -60,7 +60,7 @@ def require_triton_mode(interpret: bool) -> None:
         raise RuntimeError(
             "TRITON_INTERPRET=1 was set after triton was imported in this process; Triton fixes "
             "interpreter-or-compiler at import: set it before the first `import triton` "
-            "(or use backend='torch')"
+            "(or use impl='torch')"
         )
     raise RuntimeError(
         "triton was imported with TRITON_INTERPRET=1 and the variable is now unset; "
@@ -73,19 +73,19 @@ def interpreter_enabled() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
 
 
-def resolve_backend(backend: str, *tensors: torch.Tensor) -> str:
-    """Turn a backend request into "triton" or "torch" for these tensors."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "torch":
+def resolve_impl(impl: str, *tensors: torch.Tensor) -> str:
+    """Turn an implementation request (impl) into "triton" or "torch" for these tensors."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    if impl == "torch":
         return "torch"
-    if backend == "triton":
+    if impl == "triton":
         load_triton()  # raises the install hint
         on_cuda = all(t.is_cuda for t in tensors)
         if not on_cuda and not interpreter_enabled():
             raise ValueError(
-                "backend='triton' got CPU tensors without the interpreter: move them to CUDA, or set "
-                "TRITON_INTERPRET=1 before the first kernel call, or use backend='torch'"
+                "impl='triton' got CPU tensors without the interpreter: move them to CUDA, or set "
+                "TRITON_INTERPRET=1 before the first kernel call, or use impl='torch'"
             )
         return "triton"
     on_cuda = torch.cuda.is_available() and all(t.is_cuda for t in tensors)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from .dispatch import (
-    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_backend,
+    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_impl,
 )
 from .subset_voting_reference import quantize_scores, subset_vote_reference
 
@@ -207,18 +207,18 @@ def _accuracy(winners: dict[str, torch.Tensor], class_correct: torch.Tensor) -> 
 
 def subset_vote(
     class_ids: torch.Tensor, scores: torch.Tensor, subsets: torch.Tensor,
-    class_correct: torch.Tensor | None = None, *, backend: str = "auto",
+    class_correct: torch.Tensor | None = None, *, impl: str = "auto",
 ) -> SubsetVotes:
     """Majority, weighted and best-of-N winners of R subsets per problem, and their mean accuracies.
 
     class_ids: (P, N) int answer class per sample, -1 = no answer. scores: (P, N) float in [0, 1]
     (compared as float32). subsets: (P, R, k) int sample indices (distinct within a row), or a
     (P, R, N) bool membership mask. class_correct: optional (P, C) bool, whether each class id is right.
-    backend: "auto", "triton" or "torch" (see kernels/dispatch.py).
+    impl: "auto", "triton" or "torch" (see kernels/dispatch.py).
     """
     num_classes = _validate(class_ids, scores, subsets, class_correct)  # the table needs ids present only
     scores = scores.float()
-    if resolve_backend(backend, class_ids, scores, subsets) == "triton":
+    if resolve_impl(impl, class_ids, scores, subsets) == "triton":
         winners = subset_vote_triton(class_ids, scores, subsets)
     else:
         winners = subset_vote_reference(class_ids, scores, subsets, num_classes)

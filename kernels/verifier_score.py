@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from .dispatch import (
-    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_backend,
+    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_impl,
 )
 from .verifier_score_reference import verifier_score_reference
 
@@ -187,16 +187,16 @@ def _validate(hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: in
 
 
 def fused_verifier_score(
-    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int, *, backend: str = "auto",
+    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int, *, impl: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """log P(Yes) and log P(No) under the full-vocabulary softmax of hidden @ weight.T; each (B,) fp32.
 
     hidden: (B, D) final-position hidden states; weight: (V, D) LM head; fp32, fp16 or bf16 (same for both).
-    backend: "auto", "triton" or "torch" (see kernels/dispatch.py).
+    impl: "auto", "triton" or "torch" (see kernels/dispatch.py).
     """
     yes_id, no_id = _as_int(yes_id, "yes_id"), _as_int(no_id, "no_id")
     _validate(hidden, weight, yes_id, no_id)
-    if resolve_backend(backend, hidden, weight) == "torch" or hidden.shape[0] == 0:
+    if resolve_impl(impl, hidden, weight) == "torch" or hidden.shape[0] == 0:
         return verifier_score_reference(hidden, weight, yes_id, no_id)
     return verifier_score_triton(hidden, weight, yes_id, no_id)
 

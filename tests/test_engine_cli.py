@@ -103,7 +103,7 @@ def test_cli_help_is_complete():
 
 
 def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
-    from tts_engine.cli import parse_backend_options
+    from tts_engine.settings import parse_key_values as parse_backend_options
 
     assert parse_backend_options(("max_batch_rows=8", "dtype=float32", "x=0.5", "flag=true")) == {
         "max_batch_rows": 8, "dtype": "float32", "x": 0.5, "flag": True}

@@ -15,7 +15,7 @@ from tts_engine.eval.subsets import SubsetDrawer, all_subsets, subset_sizes
 from tts_engine.eval.synthetic import records_from_arrays, synthetic_records
 from tts_engine.eval.table import table_from_records
 
-BACKENDS = ["prefix", "torch"]
+IMPLS = ["prefix", "torch"]
 
 
 def random_case(seed: int, p: int = 6, n: int = 8):
@@ -77,22 +77,22 @@ def test_pass_at_k_rejects_bad_arguments():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_every_subset_used_matches_brute_force(seed, backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_every_subset_used_matches_brute_force(seed, impl):
     table = random_case(seed)
     ks = subset_sizes(8) + [3, 5, 7]
-    got = per_problem_accuracy(table, ks, num_subsets=1000, backend=backend)  # C(8, k) <= 70: all enumerated
+    got = per_problem_accuracy(table, ks, num_subsets=1000, impl=impl)  # C(8, k) <= 70: all enumerated
     for i, k in enumerate(ks):
         for name, exact in brute_force(table, k).items():
-            np.testing.assert_allclose(got[name][i], exact, atol=1e-9, err_msg=f"{name} k={k} {backend}")
+            np.testing.assert_allclose(got[name][i], exact, atol=1e-9, err_msg=f"{name} k={k} {impl}")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_random_subsets_match_a_loop_over_the_same_subsets(backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_random_subsets_match_a_loop_over_the_same_subsets(impl):
     table = random_case(3, p=5, n=8)
     drawer = SubsetDrawer(table.ids, 8, 9, seed=4)  # R = 9 < C(8, k) for k = 2..6: subsets are drawn
     ks = [1, 2, 3, 4, 6, 8]
-    got = per_problem_accuracy(table, ks, num_subsets=9, seed=4, backend=backend)
+    got = per_problem_accuracy(table, ks, num_subsets=9, seed=4, impl=impl)
     for i, k in enumerate(ks):
         subsets = drawer.subsets(k, np.arange(5))
         assert subsets.shape[1] == (9 if 2 <= k <= 6 else comb(8, k))
@@ -121,17 +121,17 @@ def test_tie_rules_at_k_equal_n():
     # best_of_n: the highest score 0.75 is sample 3 (class 0) and right
     table = table_from_records(records_from_arrays(
         [[1, 0, -1, 0, 1]], [[True, False]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]}))
-    got = per_problem_accuracy(table, [5], backend="prefix")
+    got = per_problem_accuracy(table, [5], impl="prefix")
     assert got["majority"][0, 0] == 0.0 and got["weighted:v"][0, 0] == 0.0 and got["best_of_n:v"][0, 0] == 1.0
     # the no-answer sample 2 has the top score but votes for nothing
     flipped = table_from_records(records_from_arrays(
         [[1, 0, -1, 0, 1]], [[False, True]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]}))
-    assert per_problem_accuracy(flipped, [5], backend="prefix")["best_of_n:v"][0, 0] == 0.0
+    assert per_problem_accuracy(flipped, [5], impl="prefix")["best_of_n:v"][0, 0] == 0.0
 
 
 def test_problem_without_answers_scores_zero_everywhere():
     table = table_from_records(records_from_arrays([[-1, -1, -1, -1]], [[]], {"v": [[0.9, 0.1, 0.2, 0.3]]}))
-    got = per_problem_accuracy(table, [1, 2, 4], backend="prefix")
+    got = per_problem_accuracy(table, [1, 2, 4], impl="prefix")
     for values in got.values():
         assert not values.any()
 
@@ -199,10 +199,10 @@ def test_prefix_walk_in_many_small_chunks_gives_the_same_result(monkeypatch):
     from tts_engine.eval import prefix_voting
 
     table = table_from_records(synthetic_records(12, 16, seed=9))
-    whole = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="prefix")
+    whole = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, impl="prefix")
     monkeypatch.setattr(prefix_voting, "TABLE_ENTRIES", 64)  # one problem per chunk
-    chunked = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="prefix")
-    kernel = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, backend="torch")
+    chunked = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, impl="prefix")
+    kernel = per_problem_accuracy(table, subset_sizes(16), num_subsets=30, impl="torch")
     for name, values in whole.items():
         np.testing.assert_array_equal(chunked[name], values)
         np.testing.assert_allclose(kernel[name], values, atol=1e-6)

@@ -56,7 +56,7 @@ def _assert_logp(got, want, tol):
 def test_kernel_matches_float64(batch, dim, vocab, dtype):
     full_h, full_w, hidden, weight = _inputs(batch, dim, vocab, dtype, seed=batch + vocab)
     yes_id, no_id = 7, vocab - 1
-    logp_yes, logp_no = fused_verifier_score(hidden, weight, yes_id, no_id, backend="triton")
+    logp_yes, logp_no = fused_verifier_score(hidden, weight, yes_id, no_id, impl="triton")
     for got, want in zip((logp_yes, logp_no), _float64_logp(hidden, weight, (yes_id, no_id))):
         _assert_logp(got, want, ACCUM_TOL)
     for got, want in zip((logp_yes, logp_no), _float64_logp(full_h, full_w, (yes_id, no_id))):
@@ -75,13 +75,13 @@ def test_kernel_vocab_split_across_programs(dtype):
     _assert_logp(logp_no, want_no, ACCUM_TOL)
 
 
-@pytest.mark.parametrize("backend", ["torch", pytest.param("triton", marks=needs_triton)])
-def test_large_logits_and_far_below_max(backend):
+@pytest.mark.parametrize("impl", ["torch", pytest.param("triton", marks=needs_triton)])
+def test_large_logits_and_far_below_max(impl):
     """Logits in the thousands, and Yes/No thousands below the max: finite, exact log-probs."""
     _, _, hidden, weight = _inputs(5, 32, 700, torch.float32, seed=11, scale=1.0)
     weight[3] = hidden[0] * 100.0  # row 0: token 3 dominates with a logit of about 100 * |h|^2
     weight[10] = -weight[3]  # ... and token 10 sits far below it
-    logp_yes, logp_no = fused_verifier_score(hidden, weight, 3, 10, backend=backend)
+    logp_yes, logp_no = fused_verifier_score(hidden, weight, 3, 10, impl=impl)
     want_yes, want_no = _float64_logp(hidden, weight, (3, 10))
     assert want_no[0] < -1000 and hidden[0] @ weight[3] > 1000
     _assert_logp(logp_yes, want_yes, 1e-5)
@@ -98,7 +98,7 @@ def test_reference_blocks_match_float64():
         _assert_logp(got[1], want[1], 1e-5)
 
 
-def test_auto_backend_on_cpu_is_the_reference():
+def test_auto_impl_on_cpu_is_the_reference():
     _, _, hidden, weight = _inputs(4, 16, 100, torch.float32, seed=1)
     got = fused_verifier_score(hidden, weight, 1, 2)
     want = verifier_score_reference(hidden, weight, 1, 2)
@@ -106,7 +106,7 @@ def test_auto_backend_on_cpu_is_the_reference():
 
 
 def test_empty_batch():
-    logp_yes, logp_no = fused_verifier_score(torch.zeros(0, 8), torch.randn(10, 8), 1, 2, backend="torch")
+    logp_yes, logp_no = fused_verifier_score(torch.zeros(0, 8), torch.randn(10, 8), 1, 2, impl="torch")
     assert logp_yes.shape == (0,) and logp_no.shape == (0,)
 
 
@@ -131,7 +131,7 @@ def test_yes_no_score_is_stable():
     (lambda h, w: fused_verifier_score(h[0], w, 1, 2), "hidden must be 2-D"),
     (lambda h, w: fused_verifier_score(h, w.half(), 1, 2), "share a dtype"),
     (lambda h, w: fused_verifier_score(h.long(), w.long(), 1, 2), "hidden dtype must be one of"),
-    (lambda h, w: fused_verifier_score(h, w, 1, 2, backend="cuda"), "backend must be one of"),
+    (lambda h, w: fused_verifier_score(h, w, 1, 2, impl="cuda"), "impl must be one of"),
 ])
 def test_bad_input_names_argument_and_value(call, match):
     with pytest.raises(ValueError, match=match):
@@ -142,17 +142,17 @@ def test_bad_input_names_argument_and_value(call, match):
 def test_triton_on_cpu_without_interpreter_says_how(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
-        fused_verifier_score(torch.randn(2, 16), torch.randn(50, 16), 1, 2, backend="triton")
+        fused_verifier_score(torch.randn(2, 16), torch.randn(50, 16), 1, 2, impl="triton")
 
 
 def test_import_without_triton_and_install_hint():
-    """Importing the package never imports triton; without triton, backend='triton' says to install it."""
+    """Importing the package never imports triton; without triton, impl='triton' says to install it."""
     code = (
         "import sys; sys.modules['triton'] = None\n"
         "import torch, tts_engine.kernels as k\n"
         "h, w = torch.randn(2, 8), torch.randn(10, 8)\n"
         "print(k.fused_verifier_score(h, w, 1, 2)[0].shape)\n"
-        "try:\n    k.fused_verifier_score(h, w, 1, 2, backend='triton')\n"
+        "try:\n    k.fused_verifier_score(h, w, 1, 2, impl='triton')\n"
         "except ImportError as e:\n    print('ERR', e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -17,7 +17,7 @@ from tts_engine.kernels import SubsetVotes, subset_vote  # noqa: E402
 from tts_engine.kernels.subset_voting_reference import SCORE_QUANTUM_BITS  # noqa: E402
 
 needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
-BACKENDS = ["torch", pytest.param("triton", marks=needs_triton)]
+IMPLS = ["torch", pytest.param("triton", marks=needs_triton)]
 
 
 def oracle_vote(class_ids, scores, subset):
@@ -83,18 +83,18 @@ CASES = [  # (P, N, R, k, classes, score_values)
 ]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("problems,samples,repeats,k,classes,score_values", CASES)
-def test_matches_python_oracle(backend, problems, samples, repeats, k, classes, score_values):
+def test_matches_python_oracle(impl, problems, samples, repeats, k, classes, score_values):
     class_ids, scores, subsets = random_problem(problems, samples, repeats, k, classes, seed=k + samples,
                                                 score_values=score_values)
     want = oracle(class_ids, scores, subsets)
-    assert_votes(subset_vote(class_ids, scores, subsets, backend=backend), want)
-    assert_votes(subset_vote(class_ids, scores, as_mask(subsets, samples), backend=backend), want)
+    assert_votes(subset_vote(class_ids, scores, subsets, impl=impl), want)
+    assert_votes(subset_vote(class_ids, scores, as_mask(subsets, samples), impl=impl), want)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_constructed_ties(backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_constructed_ties(impl):
     #               sample: 0  1  2  3  4   5   6  7  8
     class_ids = torch.tensor([[1, 0, 0, 1, 2, -1, 3, 4, 4]])
     scores = torch.tensor([[0.25, 0.5, 0.25, 0.25, 0.75, 1.0, 0.75, 0.25, 0.25]])  # dyadic: sums are exact
@@ -117,38 +117,38 @@ def test_constructed_ties(backend):
         mask[0, r, row] = True
         one = torch.tensor([[row]])  # (1, 1, k) in the listed order
         assert oracle(class_ids, scores, one).flatten().tolist() == want[:, 0, r].tolist()
-        assert_votes(subset_vote(class_ids, scores, one, backend=backend), want[:, :, r:r + 1])
-    assert_votes(subset_vote(class_ids, scores, mask, backend=backend), want)
+        assert_votes(subset_vote(class_ids, scores, one, impl=impl), want[:, :, r:r + 1])
+    assert_votes(subset_vote(class_ids, scores, mask, impl=impl), want)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_weighted_full_tie_goes_to_first_seen(backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_weighted_full_tie_goes_to_first_seen(impl):
     class_ids = torch.tensor([[3, 0, 0, 3, 1, 1]])
     scores = torch.tensor([[0.5, 0.25, 0.25, 0.0, 0.25, 0.25]])
     # sums 0.5 = 0.5 and counts 2 = 2 in both rows -> the class with the smallest sample index
     subsets = torch.tensor([[[3, 2, 1, 0], [5, 4, 2, 1]]])
-    votes = subset_vote(class_ids, scores, subsets, backend=backend)
+    votes = subset_vote(class_ids, scores, subsets, impl=impl)
     assert votes.weighted.tolist() == [[3, 0]] and votes.majority.tolist() == [[3, 0]]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_no_answers_anywhere(backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_no_answers_anywhere(impl):
     class_ids = torch.full((3, 8), -1)
     scores = torch.rand(3, 8)
     subsets = torch.rand(3, 5, 8).argsort(dim=2)[..., :4]
-    votes = subset_vote(class_ids, scores, subsets, torch.zeros(3, 2, dtype=torch.bool), backend=backend)
+    votes = subset_vote(class_ids, scores, subsets, torch.zeros(3, 2, dtype=torch.bool), impl=impl)
     for name in ("majority", "weighted", "best_of_n"):
         assert (getattr(votes, name) == -1).all()
         assert (votes.accuracy[name] == 0).all()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_accuracy_is_mean_correctness_and_no_answer_is_wrong(backend):
+@pytest.mark.parametrize("impl", IMPLS)
+def test_accuracy_is_mean_correctness_and_no_answer_is_wrong(impl):
     class_ids = torch.tensor([[0, 1, 1, -1], [2, 2, 0, 1]])
     scores = torch.tensor([[0.9, 0.2, 0.3, 0.5], [0.1, 0.1, 0.9, 0.3]])
     class_correct = torch.tensor([[True, False, False], [False, False, True]])
     subsets = torch.tensor([[[0, 1], [1, 2], [3, 0], [3, 2]], [[0, 1], [2, 3], [0, 2], [1, 3]]])
-    votes = subset_vote(class_ids, scores, subsets, class_correct, backend=backend)
+    votes = subset_vote(class_ids, scores, subsets, class_correct, impl=impl)
     # problem 0: majority 0,1,0,1 -> right 2/4; weighted 0,1,0,1 -> 2/4; best_of_n 0,1,0,1 -> 2/4
     # problem 1: majority 2,0,2,2 -> 3/4; weighted 2,0,0,1 -> 1/4; best_of_n 2,0,0,1 -> 1/4
     assert votes.majority.tolist() == [[0, 1, 0, 1], [2, 0, 2, 2]]
@@ -156,7 +156,7 @@ def test_accuracy_is_mean_correctness_and_no_answer_is_wrong(backend):
     torch.testing.assert_close(votes.accuracy["majority"], torch.tensor([0.5, 0.75]))
     torch.testing.assert_close(votes.accuracy["weighted"], torch.tensor([0.5, 0.25]))
     torch.testing.assert_close(votes.accuracy["best_of_n"], torch.tensor([0.5, 0.25]))
-    assert subset_vote(class_ids, scores, subsets, backend=backend).accuracy is None
+    assert subset_vote(class_ids, scores, subsets, impl=impl).accuracy is None
 
 
 def test_reference_blocks_over_problems_agree():
@@ -183,7 +183,7 @@ def test_reference_blocks_over_problems_agree():
     (lambda c, s, x: subset_vote(c, s, torch.ones(2, 3, 7, dtype=torch.bool)), "mask must be \\(P, R, N=8"),
     (lambda c, s, x: subset_vote(c, s, x[0]), "subsets must be \\(P=2, R, k\\)"),
     (lambda c, s, x: subset_vote(c.float(), s, x), "class_ids must be a 2-D integer tensor"),
-    (lambda c, s, x: subset_vote(c, s, x, backend="gpu"), "backend must be one of"),
+    (lambda c, s, x: subset_vote(c, s, x, impl="gpu"), "impl must be one of"),
 ])
 def test_bad_input_names_argument_and_value(call, match):
     class_ids = torch.tensor([[0, 1, 2, 3, 0, 1, -1, 2]] * 2)

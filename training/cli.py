@@ -1,77 +1,93 @@
-"""`tts train`: train the tiny reasoner-verifier (sft, rlv), evaluate it, write the bundled problem set."""
+"""`tts train`: train the tiny reasoner-verifier (sft, rlv, tango, ...), evaluate it, write the bundled problem set.
+
+Every trainer's options come from its config dataclass (training/config.py holds the fields they share):
+defaults, then `--config FILE` (JSON or YAML), then the options given.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import fields
-from pathlib import Path
+from typing import Callable
 
 import click
 
+from tts_engine.settings import Command, Group, build, config_option, options
 
-def _config(cls, config_file: str | None, overrides: dict):
-    """A config dataclass from defaults, then a JSON file's fields, then command-line options that were given."""
-    from tts_engine.tiny import TinyModelConfig
-
-    values = json.loads(Path(config_file).read_text()) if config_file else {}
-    known = {f.name for f in fields(cls)}
-    unknown = set(values) - known
-    if unknown:
-        raise click.BadParameter(f"unknown fields {sorted(unknown)} in {config_file}; known: {sorted(known)}",
-                                 param_hint="--config")
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    if isinstance(values.get("model"), dict):
-        values["model"] = TinyModelConfig(**values["model"])
-    return cls(**values)
+OLD_FLAGS = {"out_dir": ("--out",), "init_dir": ("--init",)}
+"""Option names the first trainers used, kept working for every trainer."""
 
 
-@click.group()
+@click.group(cls=Group)
 def train() -> None:
     """Train and evaluate the tiny reasoner-verifier the engine serves by default."""
 
 
-@train.command()
-@click.option("--out", "out_dir", default=None, help="Checkpoint directory (resumed if it holds one). [runs/sft]")
-@click.option("--steps", type=int, default=None, help="Optimizer steps. [350]")
-@click.option("--batch-size", type=int, default=None, help="Problems per step. [32]")
-@click.option("--lr", type=float, default=None, help="Peak learning rate. [3e-3]")
-@click.option("--seed", type=int, default=None, help="Seed of the training problem stream. [1]")
-@click.option("--threads", type=int, default=None, help="torch CPU threads. [2]")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="JSON file with any SFTConfig fields (command-line options win).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def sft(config_file, quiet, **overrides) -> None:
-    """Supervised training on reference solutions (loss on the solution only)."""
-    from .sft import SFTConfig, train_sft
+def trainer_command(name: str, config_cls: type, run: Callable, help: str) -> click.Command:
+    """`tts train NAME`: options from `config_cls`, `--config FILE`, `--quiet`; runs `run(config, progress)`."""
 
-    config = _config(SFTConfig, config_file, overrides)
-    click.echo(train_sft(config, progress=not quiet, log=click.echo))
+    @train.command(name, cls=Command, help=help)
+    @config_option
+    @options(config_cls, flags=OLD_FLAGS)
+    @click.option("--quiet", is_flag=True, help="No progress bar.")
+    def command(config_file, quiet, **settings):
+        config = build(config_cls, settings, config_file=config_file)
+        click.echo(run(config, progress=not quiet))
+
+    return command
 
 
-@train.command()
-@click.option("--init", "init_dir", default=None, help="Starting checkpoint (an SFT run). [runs/sft]")
-@click.option("--out", "out_dir", default=None, help="Checkpoint directory (resumed if it holds one). [runs/rlv]")
-@click.option("--algorithm", type=click.Choice(["grpo", "rloo"]), default=None, help="Advantage estimator. [grpo]")
-@click.option("--verify-weight", "verify_weight", type=float, default=None,
-              help="lambda, weight of the Yes/No verification loss; 0 = reasoner only. [1.0]")
-@click.option("--steps", type=int, default=None, help="RL steps. [see RLVConfig]")
-@click.option("--prompts-per-step", type=int, default=None, help="Problems per step.")
-@click.option("--group-size", type=int, default=None, help="G, rollouts per problem.")
-@click.option("--lr", type=float, default=None, help="Peak learning rate.")
-@click.option("--seed", type=int, default=None, help="Seed of problems and sampling.")
-@click.option("--threads", type=int, default=None, help="torch CPU threads.")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="JSON file with any RLVConfig fields (command-line options win).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def rlv(config_file, quiet, **overrides) -> None:
-    """RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts."""
-    from .rlv import RLVConfig, train_rlv
+def _sft(config, progress):
+    from .sft import train_sft
 
-    config = _config(RLVConfig, config_file, overrides)
-    click.echo(train_rlv(config, progress=not quiet, log=click.echo))
+    return train_sft(config, progress=progress, log=click.echo)
 
 
-@train.command()
+def _rlv(config, progress):
+    from .rlv import train_rlv
+
+    return train_rlv(config, progress=progress, log=click.echo)
+
+
+def _tango(config, progress, trainer_cls=None):
+    from .tango import train_tango
+
+    out = train_tango(config, progress=progress, log=click.echo, trainer_cls=trainer_cls)
+    return f"generator: {out / 'generator'}\nverifier: {out / 'verifier'}"
+
+
+def _tango_step_labels(config, progress):
+    from .tango_oracle import StepLabelTrainer
+
+    return _tango(config, progress, trainer_cls=StepLabelTrainer)
+
+
+def _unified_sft(config, progress):
+    from .tango_unified import train_unified_sft
+
+    return train_unified_sft(config, log=click.echo)
+
+
+def _register_trainers() -> None:
+    from .rlv import RLVConfig
+    from .sft import SFTConfig
+    from .tango import TangoConfig
+    from .tango_unified import UnifiedSFTConfig
+
+    trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
+    trainer_command("rlv", RLVConfig, _rlv,
+                    "RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts.")
+    trainer_command("tango", TangoConfig, _tango,
+                    "Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint.")
+    trainer_command("tango-step-labels", TangoConfig, _tango_step_labels,
+                    "Diagnostic beside Tango: the same process verifier trained by SFT with step labels "
+                    "(use --rl-steps 0).")
+    trainer_command("unified-sft", UnifiedSFTConfig, _unified_sft,
+                    "The one-token (Yes/No) baseline verifier of the Tango comparison, SFT on outcome labels.")
+
+
+_register_trainers()
+
+
+@train.command(cls=Command)
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--problems", "problems_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSONL problem set. [the bundled set]")
@@ -93,7 +109,7 @@ def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
     click.echo(to_markdown(report))
 
 
-@train.command("make-problems")
+@train.command("make-problems", cls=Command)
 @click.option("--out", default=None, help="Output JSONL. [the bundled set's path]")
 @click.option("--seed", type=int, default=None, help="Seed of the set.")
 @click.option("--per-level", type=int, default=None, help="Problems per level.")
@@ -105,7 +121,7 @@ def make_problems(out, seed, per_level) -> None:
                                  EVAL_PER_LEVEL if per_level is None else per_level))
 
 
-@train.command("export")
+@train.command("export", cls=Command)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--to", "dest", default=None, help="Destination. [the package's default model]")
 def export(run_dir, dest) -> None:
@@ -113,12 +129,3 @@ def export(run_dir, dest) -> None:
     from .checkpoint import default_model_path, export_serving
 
     click.echo(export_serving(run_dir, dest or default_model_path()))
-
-
-def _add_tango() -> None:
-    from .tango import tango_command
-
-    train.add_command(tango_command)
-
-
-_add_tango()

@@ -19,8 +19,11 @@ from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt, build_verify_prompt
 
+from tts_engine.settings import setting
+
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, next_token_logits, pad_pairs
+from .config import TrainConfig
 from .grading import reward
 from .monitor import dev_pass_at_1
 from .task import ProblemStream, bundled_problems_path, load_problems
@@ -29,14 +32,14 @@ ALGORITHMS = ("grpo", "rloo")
 
 
 @dataclass
-class RLVConfig:
+class RLVConfig(TrainConfig):
     """RL^V training of a reasoner-verifier from an SFT checkpoint."""
 
+    out_dir: str = "runs/rlv"
+    seed: int = 2
     init_dir: str = "runs/sft"
     """Checkpoint to start from (used only when out_dir holds no checkpoint yet)."""
-    out_dir: str = "runs/rlv"
-    """Where checkpoints (HF format + training state) and log.jsonl are written; an existing one is resumed."""
-    algorithm: str = "grpo"
+    algorithm: str = setting("grpo", choices=ALGORITHMS)
     """"grpo" (group-normalised advantages) or "rloo" (leave-one-out baseline)."""
     verify_weight: float = 1.0
     """lambda: weight of the verification loss; 0 trains the reasoner alone (the baseline)."""
@@ -50,8 +53,6 @@ class RLVConfig:
     """Optimizer updates per sampled batch (the ratio to the sampling log-probs is clipped)."""
     clip_eps: float = 0.2
     """PPO clip range of the probability ratio."""
-    lr: float = 3e-4
-    """Peak learning rate (AdamW), cosine-decayed."""
     warmup_steps: int = 10
     """Linear warm-up steps."""
     grad_clip: float = 1.0
@@ -60,18 +61,15 @@ class RLVConfig:
     """Sampling temperature of rollouts."""
     max_new_tokens: int = 96
     """Longest rollout in tokens."""
-    seed: int = 2
-    """Seed of the problem stream and of the sampler."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
     eval_every: int = 25
     """Steps between dev pass@1 checks and checkpoints."""
-    threads: int = 1
-    """torch CPU threads."""
     dev_per_level: int = 16
     """Dev problems per level in the periodic pass@1 check (4 samples each)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.group_size < 2:

@@ -14,41 +14,43 @@ from tts_engine.tiny import TinyModelConfig
 
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
+from .config import TrainConfig
 from .monitor import dev_pass_at_1
 from .task import ProblemStream, load_problems, bundled_problems_path
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(TrainConfig):
     """Supervised training of the tiny reasoner on the arithmetic task."""
 
     out_dir: str = "runs/sft"
-    """Where checkpoints (HF format + training state) are written; an existing one is resumed."""
+    lr: float = 3e-3
+    seed: int = 1
+    threads: int = 2
     steps: int = 350
     """Optimizer steps."""
     batch_size: int = 32
     """Problems per step."""
-    lr: float = 3e-3
-    """Peak learning rate (AdamW)."""
     weight_decay: float = 0.01
     """AdamW weight decay."""
     warmup_steps: int = 20
     """Linear warm-up before the cosine decay."""
     grad_clip: float = 1.0
     """Gradient-norm clip."""
-    seed: int = 1
-    """Seed of the training problem stream (the bundled evaluation set is excluded from it)."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
     model: TinyModelConfig = field(
         default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256))
-    """Model size (used only when starting from scratch)."""
+    """Model size (used only when starting from scratch; config file only)."""
     eval_every: int = 70
     """Steps between pass@1 checks on the dev set (and checkpoints)."""
-    threads: int = 2
-    """torch CPU threads."""
     dev_per_level: int = 16
     """Dev problems per level in the periodic pass@1 check (4 samples each)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"steps and batch_size must be >= 1, got {self.steps}, {self.batch_size}")
 
 
 def sft_loss(model, tokenizer, prompts: list[str], solutions: list[str]) -> torch.Tensor:

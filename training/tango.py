@@ -33,9 +33,12 @@ from tts_engine.prompts import build_prompt
 from tts_engine.steps import split_steps, step_end_tokens
 from tts_engine.verifiers.process import build_process_prompt, parse_verification
 
+from tts_engine.settings import setting
+
 from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
+from .config import TrainConfig
 from .grading import reward
 from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss
 from .task import ProblemStream, bundled_problems_path, load_problems
@@ -44,16 +47,19 @@ VERIFIER_MODES = ("rl", "sft", "frozen")
 
 
 @dataclass
-class TangoConfig:
+class TangoConfig(TrainConfig):
     """Tango co-training of a generator and a process verifier from an SFT checkpoint."""
 
+    out_dir: str = "runs/tango"
+    """Where generator/, verifier/, verifier_warm/ and log.jsonl are written; an existing run is resumed."""
+    lr: float = 3e-4
+    """Generator learning rate (AdamW, constant after warm-up)."""
+    seed: int = 3
     init_dir: str = "runs/sft"
     """Checkpoint both models start from (when out_dir holds none yet)."""
     verifier_init_dir: str | None = None
     """A different start for the verifier (e.g. another run's verifier_warm); default init_dir."""
-    out_dir: str = "runs/tango"
-    """Where generator/, verifier/, verifier_warm/ and log.jsonl are written; an existing run is resumed."""
-    algorithm: str = "grpo"
+    algorithm: str = setting("grpo", choices=ALGORITHMS)
     """"grpo" or "rloo", for both models."""
     warmup_steps: int = 20
     """Verifier warm-up (format SFT) steps before RL."""
@@ -63,7 +69,7 @@ class TangoConfig:
     """Generator steps per verifier step."""
     process_rewards: bool = True
     """Mix the verifier's step rewards into the generator's advantage; False = plain outcome GRPO/RLOO."""
-    verifier_mode: str = "rl"
+    verifier_mode: str = setting("rl", choices=VERIFIER_MODES)
     """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
     alpha_start: float = 0.1
     """Process-reward weight at the first generator step."""
@@ -86,8 +92,6 @@ class TangoConfig:
     """Weight of the verifier's well-formed reward."""
     clip_eps: float = 0.2
     """PPO clip range of the probability ratio."""
-    lr: float = 3e-4
-    """Generator learning rate (AdamW, constant after warm-up)."""
     verifier_lr: float = 3e-4
     """Verifier learning rate in its RL (or SFT-baseline) steps."""
     warmup_lr: float = 1e-3
@@ -98,16 +102,13 @@ class TangoConfig:
     """Longest rollout in tokens."""
     verifier_max_new_tokens: int = 48
     """Longest verification in tokens."""
-    seed: int = 3
-    """Seed of the problem streams and samplers."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
     save_every: int = 10
     """Steps between checkpoints (and at the end)."""
-    threads: int = 1
-    """torch CPU threads."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.verifier_mode not in VERIFIER_MODES:
@@ -371,52 +372,3 @@ def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_c
             f.write(json.dumps(record) + "\n")
     bar.close()
     return trainer.out
-
-
-def _tango_command():
-    import click
-
-    defaults = TangoConfig()
-
-    @click.command(name="tango", help="Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint.")
-    @click.option("--init-dir", default=defaults.init_dir, show_default=True, help="SFT checkpoint both start from.")
-    @click.option("--verifier-init-dir", default=None, help="A different start for the verifier.")
-    @click.option("--out-dir", default=defaults.out_dir, show_default=True, help="Run directory (resumed if present).")
-    @click.option("--algorithm", type=click.Choice(ALGORITHMS), default=defaults.algorithm, show_default=True)
-    @click.option("--warmup-steps", type=int, default=defaults.warmup_steps, show_default=True)
-    @click.option("--rl-steps", type=int, default=defaults.rl_steps, show_default=True,
-                  help="Interleaved generator + verifier RL steps after the warm-up.")
-    @click.option("--ratio", type=int, default=defaults.ratio, show_default=True, help="Generator steps per verifier step.")
-    @click.option("--process-rewards/--no-process-rewards", default=True, show_default=True,
-                  help="--no-process-rewards: plain outcome GRPO/RLOO for the generator (baseline).")
-    @click.option("--verifier-mode", type=click.Choice(VERIFIER_MODES), default="rl", show_default=True)
-    @click.option("--alpha-start", type=float, default=defaults.alpha_start, show_default=True)
-    @click.option("--alpha-end", type=float, default=defaults.alpha_end, show_default=True)
-    @click.option("--prompts-per-step", type=int, default=defaults.prompts_per_step, show_default=True)
-    @click.option("--group-size", type=int, default=defaults.group_size, show_default=True)
-    @click.option("--verifier-problems", type=int, default=defaults.verifier_problems, show_default=True)
-    @click.option("--verifier-rollouts", type=int, default=defaults.verifier_rollouts, show_default=True)
-    @click.option("--verifier-pool", type=int, default=defaults.verifier_pool, show_default=True,
-                  help="Draw this many times more rollouts and rebalance correct/incorrect in the verifier's batch.")
-    @click.option("--verifier-group", type=int, default=defaults.verifier_group, show_default=True)
-    @click.option("--format-weight", type=float, default=defaults.format_weight, show_default=True)
-    @click.option("--lr", type=float, default=defaults.lr, show_default=True)
-    @click.option("--verifier-lr", type=float, default=defaults.verifier_lr, show_default=True)
-    @click.option("--warmup-lr", type=float, default=defaults.warmup_lr, show_default=True)
-    @click.option("--seed", type=int, default=defaults.seed, show_default=True)
-    @click.option("--save-every", type=int, default=defaults.save_every, show_default=True)
-    @click.option("--threads", type=int, default=defaults.threads, show_default=True)
-    @click.option("--quiet", is_flag=True, help="No progress bar.")
-    def command(quiet, **options):
-        try:
-            config = TangoConfig(**options)
-        except ValueError as err:
-            raise click.BadParameter(str(err)) from err
-        out = train_tango(config, progress=not quiet)
-        click.echo(f"generator: {out / 'generator'}\nverifier: {out / 'verifier'}")
-
-    return command
-
-
-tango_command = _tango_command()
-"""`tts train tango`: register with the `train` group (training/cli.py)."""

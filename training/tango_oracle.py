@@ -4,15 +4,12 @@ Tango's verifier never sees step labels. To tell "a tiny model cannot localise e
 from "outcome-only training does not make it", this trains the same format from the same start on the same
 kind of rollouts, but its targets mark steps by their true correctness: a step is right while the solution's
 steps equal the reference solution's (on this task the correct path is unique), so the first differing step
-is the first error. Run: python -m tts_engine.training.tango_oracle '{"out_dir": ..., "warmup_steps": 140}'.
+is the first error. Run: tts train tango-step-labels --out-dir DIR --warmup-steps 140 --rl-steps 0.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import sys
-
 import torch
 
 from tts_engine.steps import split_steps
@@ -55,5 +52,9 @@ class StepLabelTrainer(TangoTrainer):
         return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4)}
 
 
-if __name__ == "__main__":
-    train_tango(TangoConfig(**json.loads(sys.argv[1])), progress=False, trainer_cls=StepLabelTrainer)
+if __name__ == "__main__":  # the same as `tts train tango-step-labels`
+    import sys
+
+    from .cli import train
+
+    train(["tango-step-labels", *sys.argv[1:]])

@@ -20,6 +20,7 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 
 from . import checkpoint as ckpt
+from .config import TrainConfig
 from .tango import safe_reward as reward
 from .rlv import verification_examples, verification_loss
 from .tango_rewards import balanced_pick
@@ -27,15 +28,18 @@ from .task import ProblemStream, bundled_problems_path, load_problems
 
 
 @dataclass
-class UnifiedSFTConfig:
+class UnifiedSFTConfig(TrainConfig):
     """SFT of a Yes/No verifier on a generator's rollouts."""
 
+    out_dir: str = "runs/tango/unified"
+    """Where the verifier is saved."""
+    lr: float = 1e-3
+    """Learning rate (AdamW)."""
+    seed: int = 4
     init_dir: str = "runs/sft"
     """Checkpoint the verifier starts from."""
     generator_dir: str = "runs/sft"
     """Checkpoint whose rollouts are judged (kept fixed)."""
-    out_dir: str = "runs/tango/unified"
-    """Where the verifier is saved."""
     steps: int = 140
     """Optimizer steps."""
     problems: int = 8
@@ -45,14 +49,8 @@ class UnifiedSFTConfig:
     pool: int = 1
     """Draw pool x rollouts per problem, then keep problems x rollouts, correct and incorrect half and half
     where possible (as TangoConfig.verifier_pool)."""
-    lr: float = 1e-3
-    """Learning rate (AdamW)."""
     max_new_tokens: int = 96
     """Longest rollout."""
-    seed: int = 4
-    """Seed of the problem stream and sampler."""
-    threads: int = 1
-    """torch CPU threads."""
 
 
 def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
@@ -92,7 +90,9 @@ def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
     return out
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the same as `tts train unified-sft`
     import sys
 
-    train_unified_sft(UnifiedSFTConfig(**json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}))
+    from .cli import train
+
+    train(["unified-sft", *sys.argv[1:]])

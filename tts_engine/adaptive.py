@@ -28,6 +28,7 @@ from .aggregate import STRATEGIES
 from .backends.base import PromptTooLongError, Sample
 from .engine import ROWS_PER_CHUNK
 from .params import SamplingParams
+from .settings import setting
 from .problems import Problem
 from .results import ResultsWriter
 
@@ -108,6 +109,58 @@ def check_confidence_over(over: str) -> str:
     if over not in CONFIDENCE_OVER:
         raise ValueError(f"confidence_over must be one of {CONFIDENCE_OVER}, got {over!r}")
     return over
+
+
+@dataclass
+class AdaptiveConfig:
+    """Settings of the adaptive strategies (`tts solve --strategy adaptive-length|adaptive-n`)."""
+
+    budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
+    """adaptive-length: increasing token budgets (replaces --max-new-tokens)."""
+    tau: float | None = None
+    """Confidence in [0, 1] that stops a problem (default 0.6 for adaptive-length, 0.8 for adaptive-n)."""
+    confidence_from: str | None = None
+    """Strategy key whose vote confidence is compared with tau (default weighted:verifier_<score-norm> with a
+    verifier, else majority)."""
+    confidence_over: str = setting("answered", choices=CONFIDENCE_OVER)
+    """Confidence as a share of the samples with an answer, or of all samples (samples with no answer yet then
+    count against stopping)."""
+    wave: int = 4
+    """adaptive-n: samples per wave."""
+    min_n: int = 4
+    """adaptive-n: fewest samples before stopping."""
+    max_n: int = 64
+    """adaptive-n: most samples (replaces --n)."""
+
+    def __post_init__(self) -> None:
+        self.budgets = check_budgets(self.budgets)
+        if self.tau is not None:
+            self.tau = check_tau(self.tau)
+        check_waves(self.wave, self.min_n, self.max_n)
+        check_confidence_over(self.confidence_over)
+
+    def tau_for(self, strategy: str) -> float:
+        """tau, or the strategy's default."""
+        if self.tau is not None:
+            return self.tau
+        return DEFAULT_TAU[strategy]
+
+
+DEFAULT_TAU = {"adaptive-length": 0.6, "adaptive-n": 0.8}
+
+
+def solve_adaptive(engine, problems: Sequence[Problem], strategy: str, config: AdaptiveConfig, *, n: int,
+                   max_new_tokens: int, **common) -> list[dict[str, Any]]:
+    """Run one adaptive strategy with its settings (`common`: temperature, top_p, seed, out, progress)."""
+    if strategy not in ADAPTIVE_STRATEGIES:
+        raise ValueError(f"strategy must be one of {ADAPTIVE_STRATEGIES}, got {strategy!r}")
+    confidence_key(engine, config.confidence_from)  # a bad key fails before any generation
+    shared = dict(tau=config.tau_for(strategy), confidence_from=config.confidence_from,
+                  confidence_over=config.confidence_over, **common)
+    if strategy == "adaptive-length":
+        return solve_adaptive_length(engine, problems, n=n, budgets=config.budgets, **shared)
+    return solve_adaptive_n(engine, problems, wave=config.wave, min_n=config.min_n, max_n=config.max_n,
+                            max_new_tokens=max_new_tokens, **shared)
 
 
 @dataclass(frozen=True)

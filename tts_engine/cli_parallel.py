@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .settings import Command
 from .parallel import build_workers, gpu_groups, log_tail, merge_results, run_workers, shard_path
 
 
@@ -48,7 +49,7 @@ def _merge_and_report(shards, out, order) -> None:
                                    "shards (a rerun resumes) and merge again")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("shards", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged results JSONL.")
 @click.option("--problems", help="Problems file (or `bundled`): merge in its order and report missing ids.")
@@ -59,7 +60,7 @@ def merge(shards, out, problems, limit):
     _merge_and_report(shards, out, order)
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(cls=Command, context_settings={"ignore_unknown_options": True})
 @click.argument("problems")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Merged results JSONL; shard I writes OUT.shardI.jsonl (and OUT.shardI.log) beside it.")

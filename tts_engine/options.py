@@ -1,0 +1,78 @@
+"""The option dataclasses of the serving commands: `tts solve` and `tts bench` build their engine from the same
+EngineOptions and sample with the same SamplingParams fields, so their --help lists the same engine options.
+
+A new engine option is one field here (with its docstring); `Engine(...)` receives it through `make_engine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .answers.grading import GRADERS
+from .backends import BACKENDS
+from .engine import VERIFIERS
+from .settings import setting
+from .verifiers import SCORE_NORMS
+from .verifiers.process import AGGREGATIONS
+
+SAMPLING_EXCLUDE = ("stop",)
+"""SamplingParams fields that are not command-line options (stop strings come from the model's prompt config)."""
+
+
+@dataclass
+class EngineOptions:
+    """Which model serves, on which generation backend, scored by which verifier, graded how."""
+
+    model: str | None = None
+    """Hugging Face checkpoint (directory; or a name for vllm/openai). Default: the embedded tiny reasoner-verifier."""
+    backend: str = setting("hf", choices=BACKENDS)
+    """Generation backend: hf (transformers), vllm (offline LLM on GPUs), openai (a compatible server)."""
+    verifier: str = setting("unified", flags=("--verifier-kind",), choices=VERIFIERS)
+    """unified: the model itself asked 'Is this solution correct?' (score P(Yes)); process: a generative verifier
+    judging every step (needs --verifier-model); none: likelihood only."""
+    verifier_model: str | None = None
+    """A separate verifier checkpoint (unified or process)."""
+    process_aggregation: str = setting("final", choices=AGGREGATIONS)
+    """process verifier: headline score from the final verdict or from step scores (all are recorded)."""
+    score_norm: str = setting("yes_no", choices=SCORE_NORMS)
+    """Headline normalisation of P(Yes) (both are always recorded)."""
+    grader: str = setting("rule", choices=GRADERS)
+    """How answers are graded against references (hybrid/judge need --judge-model)."""
+    judge_model: str | None = None
+    """LLM judge for --grader hybrid|judge."""
+    backend_options: dict[str, Any] | None = setting(None, flags=("--backend-option",))
+    """Backend setting KEY=VALUE, repeatable: e.g. dtype=bfloat16, max_batch_rows=64 (hf); tensor_parallel_size=2,
+    gpu_memory_utilization=0.8, max_model_len=4096 (vllm); base_url=..., tokenizer=PATH, max_concurrency=32
+    (openai)."""
+
+    def make_engine(self):
+        """The Engine these options describe."""
+        from .engine import Engine
+
+        kwargs = asdict(self)
+        try:
+            return Engine(kwargs.pop("model"), **kwargs)
+        except TypeError as err:  # an unknown --backend-option reaches the backend's constructor
+            raise ValueError(f"--backend-option: {err}") from None
+
+
+@dataclass
+class SolveOptions:
+    """What `tts solve` runs over and where it writes."""
+
+    strategy: str = setting("fixed", choices=("fixed", "adaptive-length", "adaptive-n"))
+    """fixed: N samples of --max-new-tokens each; adaptive-length: continue the cut samples of unconfident
+    problems budget by budget; adaptive-n: sample in waves until confident."""
+    limit: int | None = None
+    """Only the first LIMIT problems."""
+    shard: str | None = None
+    """Only shard I/K of the problems (0-based), for data-parallel runs."""
+    out: str | None = None
+    """Results JSONL, written as problems finish; rerunning with the same --out resumes."""
+    quiet: bool = False
+    """No progress bar."""
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"limit must be >= 0, got {self.limit}")
