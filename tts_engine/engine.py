@@ -13,7 +13,7 @@ from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
 from .results import ResultsWriter
-from .verifiers import SCORE_NORMS, UnifiedVerifier, likelihood_score
+from .verifiers import SCORE_NORMS, likelihood_score, make_unified_verifier
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ class Engine:
             scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
         self.verifier = None
         if verifier == "unified":
-            self.verifier = UnifiedVerifier(scorer, self.prompt_config)
+            config = PromptConfig.load(verifier_model) if verifier_model is not None else self.prompt_config
+            self.verifier = make_unified_verifier(scorer, config)
         elif verifier == "process":
             from .verifiers.process import ProcessVerifier
 
@@ -144,11 +145,12 @@ class Engine:
         for j, sample in enumerate(samples):
             scores = {"likelihood": likelihood_score(sample.logprobs)}
             verifier_tokens = 0
-            verifier_status = None
+            verifier_status, check = None, {}
             if verdicts is not None:
                 scores.update(verdicts[j].scores)
                 verifier_tokens = verdicts[j].tokens
                 verifier_status = verdicts[j].status
+                check = _check_fields(verdicts[j])
             c = classes.class_ids[j]
             sample_records.append({
                 "text": sample.text, "answer": answers[j], "answer_class": c,
@@ -159,6 +161,7 @@ class Engine:
             })
             if verifier_status not in (None, "ok"):
                 sample_records[-1]["verifier_status"] = verifier_status
+            sample_records[-1].update(check)
         return {
             "id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields,
             "prompt": prompt, "samples": sample_records,
@@ -181,6 +184,15 @@ class Engine:
             "max_new_tokens": params.max_new_tokens, "seed": params.seed, "verifier": self.verifier_name,
             "score_norm": self.score_norm, "grader": self.grader,
         }
+
+
+def _check_fields(verdict) -> dict[str, Any]:
+    """What a generative verifier wrote of a sample (its check text and step scores), for the results line."""
+    text = getattr(verdict, "text", "")
+    if not text:
+        return {}
+    steps = getattr(verdict, "step_scores", None)
+    return {"verifier_text": text, "step_scores": None if steps is None else [round(x, 6) for x in steps]}
 
 
 def strategy_predictions(sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None],

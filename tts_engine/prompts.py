@@ -13,6 +13,8 @@ from pathlib import Path
 
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 VERIFY_QUESTION = "Is this solution correct? Answer Yes or No."
+CHECK_REQUEST = "\n\nCheck each step.\n"
+VERIFY_FORMS = ("yes_no", "check")
 PROMPT_CONFIG_FILE = "tts_engine.json"
 
 
@@ -34,10 +36,22 @@ class PromptConfig:
     """Token of the negative verdict (the `yes_no` normalisation)."""
     stop: tuple[str, ...] = ()
     """Stop strings for generation (besides the end-of-sequence token)."""
+    verify_form: str = "yes_no"
+    """How the checkpoint verifies its own solutions: `yes_no`, one verdict token right after `verify_suffix`
+    (RL^V); `check`, it first writes a check of every step after `check_suffix`, then the verdict."""
+    check_suffix: str = CHECK_REQUEST
+    """Appended to prompt + solution to ask for a step-by-step check (plain models; the `check` form and
+    process verifiers)."""
+    check_max_tokens: int = 256
+    """Longest check a verifier may write, in tokens."""
 
     def __post_init__(self) -> None:
         if "{problem}" not in self.template:
             raise ValueError(f"template must contain '{{problem}}', got {self.template!r}")
+        if self.verify_form not in VERIFY_FORMS:
+            raise ValueError(f"verify_form must be one of {VERIFY_FORMS}, got {self.verify_form!r}")
+        if self.check_max_tokens < 1:
+            raise ValueError(f"check_max_tokens must be >= 1, got {self.check_max_tokens}")
         self.stop = tuple(self.stop)
 
     @classmethod

@@ -4,11 +4,15 @@ What it writes, a parser for that which never raises, and `ProcessVerifier`, whi
 Verifier interface.
 
 Two forms:
-- `compact` (the tiny model's): one line per step, then the verdict, each mark a single token:
+- `compact` (the tiny models'): one line per step ending in its mark, then the verdict, each mark a single
+  token. A step line is either a bare mark (`1:+`) or a written check of the step ending in the mark (the
+  default model re-derives each step in a form the solution does not contain, see
+  `tts_engine.training.rederive`):
 
-      1:+
-      2:-
-      verdict:No
+      1:+                          4*28=112 vs 112 +
+      2:-                          94+18=113 vs 112 -
+      verdict:No                   boxed 174 vs 174 +
+                                   verdict:No
 
 - `tango` (RL Tango's, for real models):
 
@@ -34,7 +38,8 @@ from .base import SampleScore
 FORMS = ("compact", "tango")
 STATUSES = ("ok", "step_count_mismatch", "no_final_verdict", "unparsable")
 
-COMPACT_STEP = re.compile(r"^[ \t]*(\d+)[ \t]*:[ \t]*([+-])[ \t]*$", re.MULTILINE)
+COMPACT_STEP = re.compile(r"^(?:[ \t]*\d+[ \t]*:|[^\n]*[ \t])[ \t]*([+-])[ \t]*$", re.MULTILINE)
+"""A step line: `N:` or a written check followed by whitespace, then the mark."""
 COMPACT_VERDICT = re.compile(r"verdict[ \t]*:[ \t]*(Yes|No)\b")
 COMPACT_VERDICT_PREFIX = "verdict:"
 TANGO_STEP = re.compile(r"<step>(.*?)</step>", re.DOTALL)
@@ -94,7 +99,7 @@ def parse_verification(text: str, num_steps: int) -> ParsedVerification:
 
 
 def _read_compact(text: str):
-    marks = [(m.group(2) == "+", m.start(2)) for m in COMPACT_STEP.finditer(text)]
+    marks = [(m.group(1) == "+", m.start(1)) for m in COMPACT_STEP.finditer(text)]
     verdict = COMPACT_VERDICT.search(text)
     if verdict is None:
         return marks, None, None
@@ -146,7 +151,6 @@ PROCESS_INSTRUCTION = ("Verify the solution step by step. For each step, explain
                        "\\boxed{INCORRECT} inside <step>...</step>, all inside <step_verification>...</step_verification>; "
                        "then give <final_verification>\\boxed{CORRECT}</final_verification> or "
                        "<final_verification>\\boxed{INCORRECT}</final_verification>.")
-COMPACT_SUFFIX = "\n\nCheck each step.\n"
 
 
 @dataclass
@@ -161,6 +165,8 @@ class ProcessSampleScore(SampleScore):
     """0-based first step judged wrong, -1 for none, None without step verdicts."""
     text: str = ""
     """The verifier's output."""
+    verdict_logprobs: tuple[float, float] | None = None
+    """log P(correct word), log P(incorrect word) at the final verdict, under the full vocabulary."""
 
 
 def aggregate_steps(step_scores: list[float], how: str) -> float:
@@ -187,7 +193,7 @@ def build_process_prompt(config: PromptConfig, problem: str, prompt: str, soluti
         chat = backend.apply_chat_template(messages)
         if chat is not None:
             return chat
-    return prompt + solution + (COMPACT_SUFFIX if form == "compact" else "\n\n" + PROCESS_INSTRUCTION + "\n")
+    return prompt + solution + (config.check_suffix if form == "compact" else "\n\n" + PROCESS_INSTRUCTION + "\n")
 
 
 def _verdict_word_ids(backend, form: str, config: PromptConfig) -> tuple[int, int]:
@@ -272,7 +278,7 @@ class ProcessVerifier:
             scores["process"] = scores[f"process_{self.aggregation}"]
             status = p.status + ("+forced_verdict" if prefixes[k][1] else "")
             tokens = g.num_prompt_tokens + g.num_tokens
-            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text))
+            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text, (ly, ln)))
         return out
 
     def _step_scores(self, flat_prompts, generated, parsed) -> list[list[float] | None]:

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from ..prompts import PromptConfig, build_verify_prompt
 from .base import SampleScore
+from .process import ProcessSampleScore, ProcessVerifier
 
 SCORE_NORMS = ("vocab", "yes_no")
 
@@ -56,3 +57,42 @@ class UnifiedVerifier:
             result.append(scored[start:start + len(outs)])
             start += len(outs)
         return result
+
+
+class CheckingVerifier:
+    """The unified verifier of a checkpoint that checks its own solutions step by step before its verdict.
+
+    The reasoner writes a check of every step (`verify_form: check`; the compact process form), then
+    "verdict:Yes" or "verdict:No". Scores: P(Yes) at the verdict in both normalisations, as the single-token
+    unified verifier gives, and the step marks' P(+) aggregated by min, prod and last. The check text and the
+    step scores are kept with each sample.
+    """
+
+    name = "unified"
+    kinds = ("verifier_vocab", "verifier_yes_no", "verifier_min", "verifier_prod", "verifier_last")
+
+    def __init__(self, backend, prompt_config: PromptConfig):
+        self.checker = ProcessVerifier(backend, prompt_config, form="compact", aggregation="final",
+                                       max_new_tokens=prompt_config.check_max_tokens)
+
+    def score(self, questions: Sequence[str], prompts: Sequence[str],
+              outputs: Sequence[Sequence[str]]) -> list[list[ProcessSampleScore]]:
+        return [[self._rename(s) for s in row] for row in self.checker.score(questions, prompts, outputs)]
+
+    def _rename(self, score: ProcessSampleScore) -> ProcessSampleScore:
+        old = score.scores
+        if score.verdict_logprobs is None:  # too long to check: no verdict was read
+            vocab = 0.0
+        else:
+            vocab = math.exp(score.verdict_logprobs[0])
+        score.scores = {"verifier_vocab": vocab, "verifier_yes_no": old["process_final"],
+                        "verifier_min": old["process_min"], "verifier_prod": old["process_prod"],
+                        "verifier_last": old["process_last"]}
+        return score
+
+
+def make_unified_verifier(backend, prompt_config: PromptConfig):
+    """The unified verifier the checkpoint was trained for (its `verify_form`)."""
+    if prompt_config.verify_form == "check":
+        return CheckingVerifier(backend, prompt_config)
+    return UnifiedVerifier(backend, prompt_config)

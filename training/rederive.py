@@ -1,0 +1,150 @@
+"""The re-derivation verification form of the arithmetic task, and solutions with planted errors.
+
+A verifier checks a solution line by line in a form the solution does not contain, so that it has to
+compute rather than copy. For step i it takes the operation and operand from the *problem*, the value the
+solution carried into the step (its previous line's result, or the start value) and the result the solution
+wrote, and re-derives one from the others:
+
+    operation   solution line    verification line         compares
+    a + b       112+18=130       18+112=130 vs 130 +       b + a (commuted) with the written result
+    a * b       28*4=112         4*28=112 vs 112 +         b * a (commuted) with the written result
+    a - b       112-18=94        94+18=112 vs 112 +        result + b (the inverse) with the value carried in
+
+Then the answer line (`boxed 174 vs 174 +`: the boxed answer against the last line's result) and the verdict
+(`verdict:Yes` when every mark is "+"). A step whose result cannot be read is marked `? -` and the check stops
+there (verdict No). So for `Compute left to right: 28*4-18+80.` and the reference solution, the whole check is
+
+    4*28=112 vs 112 +
+    94+18=112 vs 112 +
+    80+94=174 vs 174 +
+    boxed 174 vs 174 +
+    verdict:Yes
+
+Every number the check writes is computed here from the problem; training uses these texts as targets.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+PROBLEM = re.compile(r"Compute left to right:\s*([0-9+\-*]+)\.?\s*$")
+LINE_RESULT = re.compile(r"=\s*(\d+)\s*$")
+BOXED_LINE = re.compile(r"^\\boxed\{(\d+)\}$")
+UNREADABLE = "? -"
+VERDICT_PREFIX = "verdict:"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verification text of one solution and what it decided."""
+
+    text: str
+    """The check, one line per step, the answer line and the verdict (no end token)."""
+    marks: tuple[bool, ...]
+    """Per written line (steps, then the answer line): True when the step checked out."""
+    verdict: bool
+    """True when every step and the answer checked out."""
+
+
+def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
+    """The start value and the (operation, operand) list of a task problem."""
+    found = PROBLEM.search(problem.strip())
+    if found is None:
+        raise ValueError(f"not an arithmetic task problem: {problem!r}")
+    tokens = re.findall(r"\d+|[+\-*]", found.group(1))
+    return int(tokens[0]), [(tokens[k], int(tokens[k + 1])) for k in range(1, len(tokens) - 1, 2)]
+
+
+def apply(value: int, op: str, operand: int) -> int:
+    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+
+
+def check_step(op: str, operand: int, carried: int, written: int) -> tuple[str, bool]:
+    """One verification line: the re-derivation, the value it is compared with, and the mark."""
+    if op == "-":
+        derived, against, expr = written + operand, carried, f"{written}+{operand}"
+    else:
+        derived, against, expr = apply(operand, op, carried), written, f"{operand}{op}{carried}"
+    ok = derived == against
+    return f"{expr}={derived} vs {against} {'+' if ok else '-'}", ok
+
+
+def rederive(problem: str, solution: str) -> Check:
+    """The check of `solution` (the text after the prompt) for a task `problem`."""
+    start, steps = problem_steps(problem)
+    lines = [line.strip() for line in solution.strip().split("\n") if line.strip()]
+    out, marks, carried = [], [], start
+    for k, (op, operand) in enumerate(steps):
+        found = LINE_RESULT.search(lines[k]) if k < len(lines) else None
+        if found is None:
+            out.append(UNREADABLE)
+            marks.append(False)
+            return _finish(out, marks)
+        written = int(found.group(1))
+        line, ok = check_step(op, operand, carried, written)
+        out.append(line)
+        marks.append(ok)
+        carried = written
+    boxed = BOXED_LINE.match(lines[len(steps)]) if len(lines) == len(steps) + 1 else None
+    if boxed is None:
+        out.append(f"boxed {UNREADABLE}")
+        marks.append(False)
+    else:
+        ok = int(boxed.group(1)) == carried
+        out.append(f"boxed {boxed.group(1)} vs {carried} {'+' if ok else '-'}")
+        marks.append(ok)
+    return _finish(out, marks)
+
+
+def _finish(lines: list[str], marks: list[bool]) -> Check:
+    verdict = all(marks)
+    text = "\n".join(lines + [VERDICT_PREFIX + ("Yes" if verdict else "No")])
+    return Check(text, tuple(marks), verdict)
+
+
+# --- planted errors ----------------------------------------------------------------------------------------
+ERROR_KINDS = ("result", "result", "result", "result", "carry", "operand", "answer")
+"""Kinds of planted error, drawn uniformly (so a wrong result is the most common, as in the model's samples)."""
+
+
+def wrong_value(rng: random.Random, value: int) -> int:
+    """A plausible wrong number near `value`: off by a little, by a power of ten, or in one digit."""
+    for _ in range(20):
+        how = rng.random()
+        if how < 0.4:
+            candidate = value + rng.choice([-1, 1]) * rng.randint(1, 9)
+        elif how < 0.6:
+            candidate = value + rng.choice([-1, 1]) * rng.choice([10, 20, 100])
+        else:
+            digits = list(str(value))
+            k = rng.randrange(len(digits))
+            digits[k] = str(rng.choice([d for d in range(10) if str(d) != digits[k]]))
+            candidate = int("".join(digits))
+        if candidate >= 0 and candidate != value:
+            return candidate
+    return value + 1
+
+
+def plant_error(problem: str, rng: random.Random) -> str:
+    """A solution of `problem` in the task's form with one planted error, later lines carried on correctly."""
+    start, steps = problem_steps(problem)
+    kind = rng.choice(ERROR_KINDS)
+    at = rng.randrange(len(steps))
+    lines, value = [], start
+    for k, (op, operand) in enumerate(steps):
+        left, used = value, operand
+        if k == at and kind == "carry":
+            left = wrong_value(rng, value)
+        if k == at and kind == "operand":
+            used = wrong_value(rng, operand) or operand + 1
+        result = apply(left, op, used)
+        if k == at and kind == "result":
+            result = wrong_value(rng, result)
+        if result < 0:  # a carried error cannot make the chain go below zero: plant a result error instead
+            result = wrong_value(rng, apply(value, op, operand))
+        lines.append(f"{left}{op}{used}={result}")
+        value = result
+    answer = wrong_value(rng, value) if kind == "answer" else value
+    return "\n".join(lines + [f"\\boxed{{{answer}}}"])
