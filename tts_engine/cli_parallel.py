@@ -37,7 +37,10 @@ def _merge_and_report(shards, out, order) -> None:
     from .results import read_results
     from .summary import format_summary, summarize
 
-    report = merge_results(shards, out, problem_order=order)
+    try:
+        report = merge_results(shards, out, problem_order=order)
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"not a results file of `tts solve`: a record lacks the field {err}") from None
     if report.written:
         try:
             click.echo(format_summary(summarize(list(read_results(out)))))

@@ -1,0 +1,77 @@
+"""Every `tts train` subcommand end to end on a micro config (a 1-layer model, one or two steps)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tts_engine.cli import main
+
+MICRO_MODEL = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
+               "max_position_embeddings": 256}
+
+
+def tts(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def sft_run(tmp_path_factory):
+    """An SFT run of two steps, its settings from a YAML file and one override."""
+    root = tmp_path_factory.mktemp("train")
+    config = root / "sft.yaml"
+    config.write_text(f"steps: 2\nbatch_size: 2\neval_every: 2\ndev_per_level: 1\nthreads: 1\n"
+                      f"model: {json.dumps(MICRO_MODEL)}\n")
+    out = root / "sft"
+    tts("train", "sft", "--config", config, "--out", out, "--lr", "0.01", "--quiet")
+    return out
+
+
+def test_sft_writes_a_checkpoint_with_its_settings(sft_run):
+    assert (sft_run / "config.json").is_file()
+    logged = [json.loads(line) for line in (sft_run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged] == [1, 2] and "dev_pass_at_1" in logged[-1]
+    saved = json.loads((sft_run / "training_config.json").read_text())
+    assert saved["lr"] == 0.01 and saved["steps"] == 2 and saved["model"]["hidden_size"] == 32
+
+
+def test_rlv_one_step(sft_run, tmp_path):
+    out = tmp_path / "rlv"
+    tts("train", "rlv", "--init", sft_run, "--out", out, "--steps", 1, "--prompts-per-step", 2, "--group-size", 2,
+        "--eval-every", 1, "--dev-per-level", 1, "--max-new-tokens", 16, "--quiet")
+    record = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    assert record["step"] == 1 and 0.0 <= record["reward"] <= 1.0
+
+
+def test_tango_and_its_step_label_diagnostic(sft_run, tmp_path):
+    micro = ["--init-dir", sft_run, "--prompts-per-step", 2, "--group-size", 2, "--verifier-problems", 1,
+             "--verifier-rollouts", 2, "--verifier-group", 2, "--max-new-tokens", 16, "--verifier-max-new-tokens", 16,
+             "--save-every", 1, "--quiet"]
+    out = tts("train", "tango", "--out-dir", tmp_path / "tango", "--warmup-steps", 1, "--rl-steps", 1, *micro)
+    assert "generator:" in out and (tmp_path / "tango" / "verifier").is_dir()
+    phases = [json.loads(line)["phase"] for line in (tmp_path / "tango" / "log.jsonl").read_text().splitlines()]
+    assert len(phases) == 2
+    tts("train", "tango-step-labels", "--out-dir", tmp_path / "oracle", "--warmup-steps", 1, "--rl-steps", 0, *micro)
+    assert (tmp_path / "oracle" / "log.jsonl").is_file()
+
+
+def test_unified_sft_one_step(sft_run, tmp_path):
+    out = tmp_path / "unified"
+    tts("train", "unified-sft", "--init-dir", sft_run, "--generator-dir", sft_run, "--out-dir", out, "--steps", 1,
+        "--problems", 1, "--rollouts", 2, "--max-new-tokens", 16)
+    assert (out / "config.json").is_file()
+
+
+def test_evaluate_make_problems_and_export(sft_run, tmp_path):
+    problems = tmp_path / "set.jsonl"
+    tts("train", "make-problems", "--out", problems, "--per-level", 1)
+    assert len(problems.read_text().splitlines()) == 5
+    out = tts("train", "evaluate", sft_run, "--problems", problems, "-n", 4)
+    assert "pass@1" in out and "majority" in out
+    dest = tmp_path / "served"
+    tts("train", "export", sft_run, "--to", dest)
+    assert (dest / "config.json").is_file() and not list(dest.glob("*optim*"))
