@@ -1,0 +1,91 @@
+"""The re-derivation check of the arithmetic task, its planted errors and the joint trainer's targets."""
+
+import random
+
+import pytest
+
+from tts_engine.steps import split_steps
+from tts_engine.tiny import build_char_tokenizer
+from tts_engine.training.joint import check_targets, role_weights
+from tts_engine.training.rederive import apply, plant_error, problem_steps, rederive
+from tts_engine.training.task import make_problem
+from tts_engine.verifiers.process import parse_verification
+
+PROBLEM = "Compute left to right: 28*4-18+80."
+SOLUTION = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
+
+
+def test_reference_solution_checks_out_in_a_form_it_does_not_contain():
+    check = rederive(PROBLEM, SOLUTION)
+    assert check.text.split("\n") == ["4*28=112 vs 112 +", "94+18=112 vs 112 +", "80+94=174 vs 174 +",
+                                      "boxed 174 vs 174 +", "verdict:Yes"]
+    assert check.marks == (True, True, True, True) and check.verdict
+    for line in check.text.split("\n")[:3]:  # the re-derivation never repeats a solution line
+        assert line.split(" vs ")[0] not in SOLUTION
+
+
+@pytest.mark.parametrize("solution, bad_line", [
+    ("28*4=112\n112-18=93\n93+80=173\n\\boxed{173}", 1),   # wrong result of a subtraction
+    ("28*4=102\n102-18=84\n84+80=164\n\\boxed{164}", 0),   # wrong product
+    ("28*4=112\n112-18=94\n94+80=175\n\\boxed{175}", 2),   # wrong sum
+    ("28*4=112\n112-18=94\n95+80=175\n\\boxed{175}", 2),   # carried the wrong value into the step
+    ("28*4=112\n112-19=93\n93+80=173\n\\boxed{173}", 1),   # used the wrong operand
+    ("28*4=112\n112-18=94\n94+80=174\n\\boxed{175}", 3),   # copied the answer wrong
+])
+def test_the_first_wrong_step_is_marked(solution, bad_line):
+    check = rederive(PROBLEM, solution)
+    assert not check.verdict
+    assert check.marks.index(False) == bad_line
+    assert all(check.marks[:bad_line])
+
+
+def test_unreadable_step_stops_the_check():
+    check = rederive(PROBLEM, "28*4=112\nI do not know\n")
+    assert check.text.split("\n") == ["4*28=112 vs 112 +", "? -", "verdict:No"]
+    assert rederive(PROBLEM, "28*4=112\n112-18=94\n94+80=174").text.endswith("boxed ? -\nverdict:No")
+
+
+def test_planted_errors_are_wrong_and_caught():
+    rng = random.Random(5)
+    for k in range(300):
+        problem = make_problem(rng, 1 + k % 5)
+        solution = plant_error(problem.problem, rng)
+        start, steps = problem_steps(problem.problem)
+        value = start
+        for op, operand in steps:
+            value = apply(value, op, operand)
+        lines = solution.split("\n")
+        wrong_answer = lines[-1] != f"\\boxed{{{value}}}"
+        check = rederive(problem.problem, solution)
+        assert not check.verdict, solution
+        assert wrong_answer or "-" in "".join(lines[:-1])  # an error that leaves the answer right is in a line
+        assert len(check.marks) == len(split_steps(solution))
+
+
+def test_served_parser_reads_the_check_one_mark_per_step():
+    check = rederive(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
+    parsed = parse_verification(check.text, len(split_steps(SOLUTION)))
+    assert parsed.status == "ok"
+    assert parsed.steps == [True, False, True, True] and parsed.final is False
+    assert parsed.first_error == 1
+    assert [check.text[o] for o in parsed.mark_offsets] == ["+", "-", "+", "+"]
+
+
+def test_check_targets_tag_marks_and_verdict():
+    tokenizer = build_char_tokenizer()
+    text = rederive(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}").text
+    ids, roles = check_targets(tokenizer, text)
+    assert tokenizer.decode(ids, skip_special_tokens=True) == text
+    assert ids[-1] == tokenizer.eos_token_id
+    assert [r for r in roles if r != "body"] == ["mark+", "mark-", "mark+", "mark+", "verdict-"]
+    assert tokenizer.decode([ids[roles.index("verdict-")]]) == "No"
+
+
+def test_role_weights_balance_the_signs():
+    roles = [["body", "mark+", "mark+", "mark+", "verdict+"], ["mark+", "mark-", "verdict-"]]
+    weights = role_weights(roles, mark_weight=4.0, verdict_weight=2.0)
+    assert weights[0][0] == 1.0
+    plus, minus = weights[0][1], weights[1][1]
+    assert plus * 4 == pytest.approx(minus * 1)  # four "+" marks weigh as much as one "-" mark
+    assert plus * 4 + minus == pytest.approx(4.0 * 5)
+    assert weights[0][4] == weights[1][2] == pytest.approx(2.0)

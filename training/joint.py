@@ -1,0 +1,237 @@
+"""One model that solves and checks its own solutions: generation SFT and the re-derivation check, trained together.
+
+Every step has two losses on one model (RL^V's unified reasoner-verifier, with a generative verifier):
+- generation: next-token loss on reference solutions (keeps pass@1 where the SFT base had it);
+- checking: next-token loss on the check of `training.rederive` after prompt + solution + end token +
+  "Check each step.", for the model's own fresh samples (the errors it really makes) and for solutions with a
+  planted error (enough wrong steps that copying the solution's numbers never pays). The marks and the verdict
+  are weighted up and class-balanced per batch: most marks are "+", and a check that says "+" everywhere must
+  not look good.
+The targets are computed from the problem (`rederive`), never by the model, so the check it learns is arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from tts_engine.backends.hf import HFBackend
+from tts_engine.params import SamplingParams
+from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.verifiers.process import build_process_prompt
+
+from . import checkpoint as ckpt
+from .batching import completion_logprobs, pad_pairs
+from .config import TrainConfig
+from .monitor import dev_pass_at_1
+from .rederive import VERDICT_PREFIX, plant_error, rederive
+from .sft import sft_loss
+from .task import ProblemStream, bundled_problems_path, load_problems
+
+CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
+"""After the solution: its end token (the solution is over), then the request to check it."""
+
+
+@dataclass
+class JointConfig(TrainConfig):
+    """Joint training of generation and the step-by-step check, from an SFT checkpoint."""
+
+    init_dir: str = "runs/sft"
+    """The SFT checkpoint to start from (its pass@1 is the one to keep)."""
+    out_dir: str = "runs/joint"
+    lr: float = 1e-3
+    seed: int = 3
+    steps: int = 1500
+    """Optimizer steps."""
+    warmup_steps: int = 30
+    """Linear warm-up before the cosine decay."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    gen_batch: int = 24
+    """Reference solutions per step (generation loss)."""
+    own_problems: int = 6
+    """Problems per step whose fresh samples are checked."""
+    group_size: int = 4
+    """Samples per such problem (temperature 1)."""
+    planted: int = 16
+    """Solutions with one planted error per step."""
+    verify_weight: float = 1.0
+    """lambda: weight of the check loss beside the generation loss."""
+    mark_weight: float = 4.0
+    """Weight of a step mark token (class-balanced within the batch) against 1 for other check tokens."""
+    verdict_weight: float = 4.0
+    """Weight of the verdict token (class-balanced within the batch)."""
+    max_new_tokens: int = 128
+    """Token budget of the fresh samples."""
+    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
+    """Sampling weight of levels 1..5."""
+    eval_every: int = 100
+    """Steps between dev checks (pass@1, check accuracy) and checkpoints."""
+    dev_per_level: int = 8
+    """Dev problems per level in the periodic checks."""
+
+
+def check_prompt_config(base: PromptConfig) -> PromptConfig:
+    """The serving prompts of a checkpoint that checks its own solutions."""
+    return replace(base, verify_form="check", check_suffix=CHECK_SUFFIX, check_max_tokens=256)
+
+
+def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
+    """Token ids of a check (+ end token) and the role of each token: body, mark+, mark-, verdict+, verdict-."""
+    enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+    ids, roles = [], []
+    lines = check_text.split("\n")
+    for k, line in enumerate(lines):
+        if line.startswith(VERDICT_PREFIX):
+            body, last, role = VERDICT_PREFIX, line[len(VERDICT_PREFIX):], "verdict"
+            sign = "+" if last == "Yes" else "-"
+        else:
+            body, last, role, sign = line[:-1], line[-1], "mark", line[-1]
+        for text, r in ((body, "body"), (last, f"{role}{sign}")):
+            piece = enc(text)
+            ids += piece
+            roles += [r] * len(piece)
+        if k < len(lines) - 1:
+            ids += enc("\n")
+            roles.append("body")
+    return ids + [tokenizer.eos_token_id], roles + ["body"]
+
+
+def role_weights(roles: list[list[str]], mark_weight: float, verdict_weight: float) -> list[list[float]]:
+    """Per-token loss weights: 1 for body tokens; marks and verdicts weighted and balanced between + and -."""
+    counts = {r: sum(row.count(r) for row in roles) for r in ("mark+", "mark-", "verdict+", "verdict-")}
+
+    def balanced(kind: str, sign: str, weight: float) -> float:
+        total = counts[f"{kind}+"] + counts[f"{kind}-"]
+        mine = counts[f"{kind}{sign}"]
+        return weight * total / (2 * mine) if counts[f"{kind}+"] and counts[f"{kind}-"] else weight
+
+    table = {"body": 1.0}
+    for kind, weight in (("mark", mark_weight), ("verdict", verdict_weight)):
+        for sign in "+-":
+            table[f"{kind}{sign}"] = balanced(kind, sign, weight)
+    return [[table[r] for r in row] for row in roles]
+
+
+def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, mark_weight: float, verdict_weight: float):
+    """Weighted next-token loss of the checks of (problem, solution) pairs, and teacher-forced accuracies."""
+    enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+    prompt_ids, completion_ids, roles = [], [], []
+    for problem, solution in pairs:
+        prompt = build_prompt(prompt_config, problem.problem)
+        prompt_ids.append(enc(build_process_prompt(prompt_config, problem.problem, prompt, solution, "compact")))
+        ids, role = check_targets(tokenizer, rederive(problem.problem, solution).text)
+        completion_ids.append(ids)
+        roles.append(role)
+    ids, mask, comp = pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)  # (B, T)
+    weights = torch.zeros_like(comp)  # (B, T)
+    flat_roles = [["pad"] * ids.shape[1] for _ in pairs]
+    for b, (p, row) in enumerate(zip(prompt_ids, role_weights(roles, mark_weight, verdict_weight))):
+        weights[b, len(p):len(p) + len(row)] = torch.tensor(row)
+        flat_roles[b][len(p):len(p) + len(row)] = roles[b]
+    logp = completion_logprobs(model, ids, mask)  # (B, T)
+    loss = -(logp * weights).sum() / weights.sum()
+    return loss, _role_accuracy(logp.detach(), flat_roles)
+
+
+def _role_accuracy(logp: torch.Tensor, roles: list[list[str]]) -> dict[str, float]:
+    """Share of mark / verdict tokens of each sign the model gives more than half its probability."""
+    hits: dict[str, list[bool]] = {}
+    for b, row in enumerate(roles):
+        for t, role in enumerate(row):
+            if role.startswith(("mark", "verdict")):
+                hits.setdefault(role, []).append(bool(logp[b, t] > -0.6931))
+    return {f"acc_{k}": round(sum(v) / len(v), 3) for k, v in sorted(hits.items())}
+
+
+def own_samples(backend: HFBackend, prompt_config: PromptConfig, problems, config: JointConfig, seed: int):
+    """(problem, solution) pairs of fresh samples of the current model."""
+    prompts = [build_prompt(prompt_config, p.problem) for p in problems]
+    params = SamplingParams(n=config.group_size, temperature=1.0, max_new_tokens=config.max_new_tokens, seed=seed)
+    rows = backend.generate(prompts, params)
+    return [(p, s.text) for p, row in zip(problems, rows) for s in row]
+
+
+def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems, seed: int = 0) -> dict:
+    """Served check on fresh dev samples: verdict accuracy on right and wrong solutions (greedy check)."""
+    from tts_engine.verifiers import CheckingVerifier
+    from .grading import reward
+
+    prompts = [build_prompt(prompt_config, p.problem) for p in problems]
+    rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
+    scores = CheckingVerifier(backend, prompt_config).score([p.problem for p in problems], prompts,
+                                                           [[s.text for s in row] for row in rows])
+    right, wrong = [], []
+    for p, row, srow in zip(problems, rows, scores):
+        for s, sc in zip(row, srow):
+            (right if reward(s.text, p.answer) > 0 else wrong).append(sc.scores["verifier_yes_no"] > 0.5)
+    acc_right = sum(right) / max(1, len(right))
+    acc_wrong = 1 - sum(wrong) / max(1, len(wrong))
+    return {"check_acc_right": round(acc_right, 3), "check_acc_wrong": round(acc_wrong, 3),
+            "check_balanced": round((acc_right + acc_wrong) / 2, 3), "dev_wrong": len(wrong)}
+
+
+def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
+    """Train (or resume) and return the checkpoint directory."""
+    from .task import make_problem_set
+    from .monitor import DEV_SEED
+
+    torch.set_num_threads(config.threads)
+    out = Path(config.out_dir)
+    resume = ckpt.has_state(out)
+    model, tokenizer, base_config = ckpt.load_model(out if resume else config.init_dir)
+    prompt_config = check_prompt_config(base_config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
+    step, _ = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
+    held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+    stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out)
+    rng = random.Random(config.seed * 100_003 + step)
+    backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64)
+    dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
+    out.mkdir(parents=True, exist_ok=True)
+    bar = _bar(config.steps, step, progress)
+    start = time.time()
+    while step < config.steps:
+        gen = stream.batch(config.gen_batch)
+        pairs = own_samples(backend, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
+        pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
+        model.train()
+        gen_loss = sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen],
+                            [p.solution for p in gen])
+        ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config.mark_weight,
+                                        config.verdict_weight)
+        loss = gen_loss + config.verify_weight * ver_loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        bar.update(1)
+        record = {"step": step, "gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4),
+                  **accuracy, "lr": scheduler.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
+        bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}")
+        if step % config.eval_every == 0 or step == config.steps:
+            record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
+            record.update(dev_check_accuracy(backend, prompt_config, dev))
+            ckpt.save_model(out, model, tokenizer, prompt_config, config)
+            ckpt.save_state(out, optimizer, scheduler, step)
+            log(json.dumps(record))
+        with (out / "log.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+    bar.close()
+    return out
+
+
+def _bar(total: int, initial: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, desc="joint", dynamic_ncols=True)
