@@ -125,3 +125,31 @@ def test_runs_on_a_real_tiny_model(hf_backend):
     for s in scored[0]:
         assert all(0.0 <= v <= 1.0 for v in s.scores.values())
         assert s.tokens > 0 and s.status
+
+
+def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import CheckingVerifier, make_unified_verifier
+
+    config = PromptConfig(use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Check.\n")
+    check = "4*28=112 vs 112 +\n94+18=113 vs 112 -\nboxed 94 vs 94 +\nverdict:No"
+    backend = FakeBackend([check])
+    verifier = make_unified_verifier(backend, config)
+    assert isinstance(verifier, CheckingVerifier)
+    [[score]] = verifier.score(["q"], ["q\n"], [["28*4=112\n112-18=93\n\\boxed{94}"]])
+    assert set(score.scores) == set(CheckingVerifier.kinds)
+    assert score.scores["verifier_yes_no"] == pytest.approx(0.75)
+    assert score.scores["verifier_vocab"] == pytest.approx(0.6)
+    assert score.step_scores == pytest.approx([0.8, 0.2, 0.8]) and score.first_error == 1
+    assert score.scores["verifier_min"] == pytest.approx(0.2)
+    assert score.scores["verifier_last"] == pytest.approx(0.8)
+    assert score.text == check
+    assert backend.verdict_prompts[0] == "q\n28*4=112\n112-18=93\n\\boxed{94}<|endoftext|>Check.\n" + check[:-2]
+    assert type(make_unified_verifier(FakeBackend([]), PromptConfig())).__name__ == "UnifiedVerifier"
+
+
+def test_prompt_config_rejects_an_unknown_verify_form():
+    from tts_engine.prompts import PromptConfig
+
+    with pytest.raises(ValueError, match="verify_form must be one of"):
+        PromptConfig(verify_form="maybe")
