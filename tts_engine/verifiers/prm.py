@@ -426,14 +426,37 @@ class ProcessStepScorer(BatchedScorer):
 
     def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
         self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
+        params = getattr(verifier, "params", None)
+        self.cache: dict[tuple[str, tuple[str, ...]], StepScores] | None = \
+            {} if params is not None and params.greedy else None
+        """With a greedy verifier a (problem, steps) pair always gets the same verdicts: each is scored once
+        (a search meets the same partial solution many times); a cached answer costs no tokens."""
 
     def score_batch(self, problems, steps):
+        keys = [(problem, tuple(row)) for problem, row in zip(problems, steps)]
         for row in steps:
             _check_steps(row)
-        scored = self.verifier.score(list(problems), [self.prompt_for(p) for p in problems],
-                                     [[self.delimiter.join(row)] for row in steps])
+        known = self.cache if self.cache is not None else {}
+        todo = list(dict.fromkeys(k for k in keys if k not in known)) if self.cache is not None else keys
+        fresh = self._verify(todo)
+        if self.cache is None:
+            return fresh
+        self.cache.update(zip(todo, fresh))
+        uncharged, result = set(todo), []
+        for key in keys:  # the tokens of a fresh verification are charged once, to its first asker
+            scores = self.cache[key]
+            result.append(scores if key in uncharged else StepScores(scores.scores, 0, scores.status))
+            uncharged.discard(key)
+        return result
+
+    def _verify(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[StepScores]:
+        if not keys:
+            return []
+        problems = [p for p, _ in keys]
+        scored = self.verifier.score(problems, [self.prompt_for(p) for p in problems],
+                                     [[self.delimiter.join(row)] for _, row in keys])
         result = []
-        for row, (verdict,) in zip(steps, scored):
+        for (_, row), (verdict,) in zip(keys, scored):
             step_scores = getattr(verdict, "step_scores", None)
             if step_scores is not None and len(step_scores) == len(row):
                 result.append(StepScores(list(step_scores), verdict.tokens, verdict.status))

@@ -1,0 +1,73 @@
+"""Settings of step-level search (`tts solve --strategy beam|dvts`): one dataclass, validated field by field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..verifiers.process import aggregate_steps
+
+STEP_AGGREGATIONS = ("last", "min", "prod", "mean")
+DEFAULT_DELIMITER = "\n\n"
+"""Steps of chat models' solutions are paragraphs (search-and-learn's separator)."""
+SHIPPED_DELIMITER = "\n"
+"""The shipped tiny models write one operation per line: their steps are lines (tts_engine.steps)."""
+
+
+@dataclass
+class SearchConfig:
+    """How beam search and DVTS grow, score and prune partial solutions (search-and-learn's defaults, except
+    where noted)."""
+
+    beam_width: int = 4
+    """M: children per kept beam each round. Beam search keeps N/M beams; DVTS runs N/M subtrees, each keeping
+    its best child (so N must be a multiple of M)."""
+
+    lookahead: int = 0
+    """Greedy steps generated past each candidate only to score it (then dropped). 0 is plain beam search, as
+    in the published beam-search and DVTS runs; k > 0 is Snell et al.'s lookahead search."""
+
+    max_steps: int = 40
+    """Most rounds (steps); in the last round candidates are sampled to the end, so none is returned half-done."""
+
+    step_aggregation: Literal["last", "min", "prod", "mean"] = "last"
+    """How a candidate's step scores become the one score that ranks it: last step, minimum, product or mean."""
+
+    step_delimiter: str | None = None
+    """The stop string that ends a step. Default: a line break for the models shipped in the package (one
+    operation per line), "\\n\\n" otherwise."""
+
+    filter_duplicates: bool = True
+    """Keep one of several candidates with the same text when choosing the beams to extend."""
+
+    prm_format: str | None = None
+    """Format of a discriminative PRM (--verifier-kind prm): qwen_prm, math_shepherd, rlhflow, skywork or a
+    registered one. Default: detected from the checkpoint's config."""
+
+    def __post_init__(self) -> None:
+        for name in ("beam_width", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
+            raise ValueError(f"lookahead must be an integer >= 0, got {self.lookahead!r}")
+        if self.step_aggregation not in STEP_AGGREGATIONS:
+            raise ValueError(f"step_aggregation must be one of {STEP_AGGREGATIONS}, got {self.step_aggregation!r}")
+        if self.step_delimiter is not None and not self.step_delimiter:
+            raise ValueError("step_delimiter must be a non-empty string, got ''")
+        if self.prm_format is not None:
+            from ..verifiers.prm import check_prm_format
+
+            check_prm_format(self.prm_format)
+
+    def check_n(self, n: int, strategy: str) -> None:
+        """Rules across fields: N beams split into groups of M."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an integer >= 1, got {n!r}")
+        if n % self.beam_width:
+            raise ValueError(f"{strategy}: n must be a multiple of beam_width, got n={n}, beam_width={self.beam_width} "
+                             f"(try --n {max(self.beam_width, n - n % self.beam_width)})")
+
+    def rank(self, step_scores: list[float]) -> float:
+        """The score that ranks a candidate (0 for a candidate with no step yet)."""
+        return aggregate_steps(step_scores, self.step_aggregation) if step_scores else 0.0

@@ -1,0 +1,397 @@
+"""The search runner: every open problem's beams advance together, one generate call and one scoring call per
+round; each problem's results line is written as soon as its groups finish, and a rerun resumes.
+
+Per round: (1) every kept beam's prefix (prompt + its text so far) is sent with n = M and the step delimiter as
+stop string (identical prefixes are merged into one request, so their children differ); in the last round no
+stop string, so every child finishes; (2) optional greedy lookahead steps, for scoring only; (3) one
+`score_batch` over all unfinished and finished children; (4) each group moves its finished children out and
+keeps its best unfinished ones. The record is the engine's (`Engine.score_samples`: answers, classes, grades,
+every vote) over the finished beams, with their step scores aggregated as score kinds `step_last`, `step_min`,
+`step_prod`, `step_mean`, plus a `search` block holding the whole tree (docs/search.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..adaptive import derive_seed
+from ..backends.base import PromptTooLongError, Sample
+from ..engine import ROWS_PER_CHUNK
+from ..models import ASSETS
+from ..params import SamplingParams
+from ..problems import Problem
+from ..results import ResultsWriter
+from ..verifiers.base import SampleScore
+from .config import DEFAULT_DELIMITER, SHIPPED_DELIMITER, STEP_AGGREGATIONS, SearchConfig
+from .strategies import SEARCH_STRATEGIES, GroupPlan
+
+log = logging.getLogger(__name__)
+
+SCORE_KINDS = tuple(f"step_{how}" for how in STEP_AGGREGATIONS)
+
+
+# --- the tree ----------------------------------------------------------------------------------------------
+@dataclass
+class Node:
+    """One step of one beam: the step's text, the path to it, and what the scorer said."""
+
+    id: int
+    parent: int | None
+    group: int
+    round: int
+    step: str
+    """This step's text (no delimiter); '' for the root."""
+    path_text: str
+    """The beam's text so far (steps joined by the delimiter, ending with one when unfinished)."""
+    steps: list[str]
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    num_prompt_tokens: int = 0
+    finished: bool = False
+    finish_reason: str | None = None
+    step_scores: list[float] = field(default_factory=list)
+    rank_score: float = 0.0
+    lookahead: list[str] = field(default_factory=list)
+    kept: bool = False
+
+    def sample(self) -> Sample:
+        return Sample(text=self.path_text, token_ids=self.token_ids, finish_reason=self.finish_reason or "length",
+                      logprobs=self.logprobs, num_prompt_tokens=self.num_prompt_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "parent": self.parent, "group": self.group, "round": self.round, "step": self.step,
+                "step_scores": [round(s, 6) for s in self.step_scores], "score": round(self.rank_score, 6),
+                "finished": self.finished, "finish_reason": self.finish_reason, "kept": self.kept,
+                "num_tokens": len(self.token_ids), **({"lookahead": self.lookahead} if self.lookahead else {})}
+
+
+@dataclass
+class Group:
+    """One group of beams (the whole beam search, or one DVTS subtree) of one problem."""
+
+    plan: GroupPlan
+    kept: list[Node]
+    finished: list[Node] = field(default_factory=list)
+    children_each: int = 0
+    """Children of each kept beam next round: M, more when duplicates left fewer beams than planned."""
+
+    @property
+    def done(self) -> bool:
+        return not self.kept or len(self.finished) >= self.plan.target
+
+
+@dataclass
+class Tree:
+    """Everything one problem's search did."""
+
+    problem: Problem
+    prompt: str
+    groups: list[Group]
+    nodes: list[Node]
+    generated_tokens: int = 0
+    verifier_tokens: int = 0
+    rounds: int = 0
+    time_s: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return all(g.done for g in self.groups)
+
+    def add(self, parent: Node, group: int, round_index: int, **kw) -> Node:
+        node = Node(id=len(self.nodes), parent=parent.id, group=group, round=round_index,
+                    num_prompt_tokens=parent.num_prompt_tokens, **kw)
+        self.nodes.append(node)
+        return node
+
+    def results(self) -> list[Node]:
+        """Each group's `target` best finished beams (by rank score, ties by creation order), in node order."""
+        chosen = []
+        for g in self.groups:
+            chosen += sorted(g.finished, key=lambda x: (-x.rank_score, x.id))[:g.plan.target]
+        return sorted(chosen, key=lambda x: x.id)
+
+
+# --- one round ---------------------------------------------------------------------------------------------
+class Search:
+    """Runs the rounds of one chunk of problems with one backend and one step scorer."""
+
+    def __init__(self, backend, scorer, config: SearchConfig, params: SamplingParams, delimiter: str):
+        self.backend, self.scorer, self.config, self.params, self.delimiter = backend, scorer, config, params, delimiter
+
+    def expand(self, trees: Sequence[Tree], round_index: int) -> list[tuple[Tree, Node]]:
+        """New children of every kept beam of every open group; one generate call per distinct child count."""
+        last = round_index == self.config.max_steps - 1
+        requests: dict[tuple[int, str], list[tuple[int, int, Node]]] = {}  # (tree, prefix) -> (group, n, parent)
+        for t, tree in enumerate(trees):
+            for g, group in enumerate(tree.groups):
+                if group.done:
+                    continue
+                for parent in group.kept:
+                    n = group.plan.root_children if parent.parent is None else group.children_each
+                    requests.setdefault((t, parent.path_text), []).append((g, n, parent))
+        by_n: dict[int, list[tuple[int, str]]] = {}
+        for key, wanted in requests.items():
+            by_n.setdefault(sum(n for _, n, _ in wanted), []).append(key)
+        children = []
+        for n, keys in sorted(by_n.items()):
+            prompts = [trees[t].prompt + prefix for t, prefix in keys]
+            budget = max(self.params.max_new_tokens - len(requests[k][0][2].token_ids) for k in keys)
+            step = replace(self.params, n=n, max_new_tokens=max(1, budget), stop=[] if last else [self.delimiter],
+                           seed=derive_seed(self.params.seed, "search", round_index))
+            for key, row in zip(keys, self._generate(prompts, step, [trees[t].problem for t, _ in keys])):
+                tree, offset = trees[key[0]], 0
+                for g, count, parent in requests[key]:
+                    for sample in row[offset:offset + count]:
+                        children.append((tree, self._child(tree, parent, g, round_index, sample, last)))
+                    offset += count
+        return children
+
+    def _generate(self, prompts, params, problems):
+        try:
+            return self.backend.generate(prompts, params)  # (P, n)
+        except PromptTooLongError as err:
+            raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+
+    def _child(self, tree: Tree, parent: Node, group: int, round_index: int, sample: Sample, last: bool) -> Node:
+        """A node for one generated step (the rest of the solution in the last round), cut to the beam's budget;
+        finished unless it stopped on the delimiter with a non-blank step and room left."""
+        tree.generated_tokens += sample.num_tokens
+        room = self.params.max_new_tokens - len(parent.token_ids)
+        ids, logprobs, text, reason = sample.token_ids, sample.logprobs, sample.text, sample.finish_reason
+        if len(ids) > room:
+            ids, logprobs, reason = ids[:room], logprobs[:room], "length"
+            text = self.backend.decode(ids).split(self.delimiter)[0]
+        at_delimiter = not last and reason == "stop" and self.delimiter in self.backend.decode(ids)
+        token_ids, logps = parent.token_ids + list(ids), parent.logprobs + list(logprobs)
+        out_of_room = (len(token_ids) >= self.params.max_new_tokens
+                       or parent.num_prompt_tokens + len(token_ids) + 1 >= self.backend.max_model_len)
+        finished = not at_delimiter or not text.strip() or out_of_room
+        steps = parent.steps + [s.strip() for s in text.split(self.delimiter) if s.strip()]
+        path = parent.path_text + text + ("" if finished else self.delimiter)
+        if finished and at_delimiter and out_of_room:
+            reason = "length"
+        return tree.add(parent, group, round_index, step=text.strip(), path_text=path, steps=steps,
+                        token_ids=token_ids, logprobs=logps, finished=finished,
+                        finish_reason=reason if finished else None)
+
+    def look_ahead(self, children: list[tuple[Tree, Node]]) -> None:
+        """k greedy steps past each unfinished child, recorded for scoring only (their tokens are counted)."""
+        todo = [(tree, node, node.path_text) for tree, node in children if not node.finished]
+        greedy = replace(self.params, n=1, temperature=0.0, stop=[self.delimiter])
+        for _ in range(self.config.lookahead):
+            todo = [item for item in todo if len(item[2]) < 4 * self.params.max_new_tokens]
+            if not todo:
+                return
+            rows = self._generate([tree.prompt + text for tree, _, text in todo], greedy, [t.problem for t, _, _ in todo])
+            still = []
+            for (tree, node, text), (sample,) in zip(todo, rows):
+                tree.generated_tokens += sample.num_tokens
+                if sample.text.strip():
+                    node.lookahead.append(sample.text.strip())
+                if sample.finish_reason == "stop" and self.delimiter in self.backend.decode(sample.token_ids) \
+                        and sample.text.strip():
+                    still.append((tree, node, text + sample.text + self.delimiter))
+            todo = still
+
+    def score(self, children: list[tuple[Tree, Node]]) -> None:
+        """One scoring call over every child with a step; step scores and the rank score set on each."""
+        scored = [(tree, node) for tree, node in children if node.steps]
+        if not scored:
+            return
+        results = self.scorer.score_batch([tree.problem.text for tree, _ in scored],
+                                          [node.steps + node.lookahead for _, node in scored])
+        for (tree, node), result in zip(scored, results):
+            node.step_scores = [float(s) for s in result.scores[:len(node.steps)]]
+            node.rank_score = self.config.rank([float(s) for s in result.scores])
+            tree.verifier_tokens += result.tokens
+
+    def select(self, tree: Tree, children: list[Node]) -> None:
+        """Finished children leave the pool; each group keeps its best unfinished ones."""
+        for g, group in enumerate(tree.groups):
+            mine = [c for c in children if c.group == g]
+            if not mine:
+                continue
+            group.finished += [c for c in mine if c.finished]
+            needed = group.plan.target - len(group.finished)
+            pool = sorted((c for c in mine if not c.finished), key=lambda c: (-c.rank_score, c.id))
+            if self.config.filter_duplicates:
+                pool = list({c.path_text: c for c in reversed(pool)}.values())
+                pool.sort(key=lambda c: (-c.rank_score, c.id))  # the best of each text, best first
+            keep = min(group.plan.keep, math.ceil(needed / group.plan.branch)) if needed > 0 else 0
+            group.kept = pool[:keep]
+            # Fewer distinct beams than planned: the kept ones share the round's children (search-and-learn
+            # duplicates its kept beams up to N likewise).
+            group.children_each = math.ceil(keep * group.plan.branch / len(group.kept)) if group.kept else 0
+            for c in group.kept:
+                c.kept = True
+
+
+def run_rounds(search: Search, trees: list[Tree]) -> Iterator[Tree]:
+    """Rounds until every tree is done (or max_steps); yields each tree as it finishes."""
+    open_trees = list(trees)
+    for round_index in range(search.config.max_steps):
+        started = time.perf_counter()
+        children = search.expand(open_trees, round_index)
+        if search.config.lookahead and round_index < search.config.max_steps - 1:
+            search.look_ahead(children)
+        search.score(children)
+        for tree in open_trees:
+            search.select(tree, [node for t, node in children if t is tree])
+            tree.rounds = round_index + 1
+        share = (time.perf_counter() - started) / len(open_trees)
+        still = []
+        for tree in open_trees:
+            tree.time_s += share
+            if tree.done:
+                yield tree
+            else:
+                still.append(tree)
+        open_trees = still
+        if not open_trees:
+            return
+    yield from open_trees  # unreachable: the last round finishes every child
+
+
+# --- records -----------------------------------------------------------------------------------------------
+class _StepVerdicts:
+    """Stands in for the engine's verifier while it builds a search record: the beams' own step scores."""
+
+    name = "search"
+    kinds = SCORE_KINDS
+
+    def __init__(self, rows: list[list[SampleScore]]):
+        self.rows = rows
+
+    def score(self, questions, prompts, outputs):
+        return self.rows
+
+
+@contextmanager
+def _verifier(engine, verifier):
+    original = engine.verifier
+    engine.verifier = verifier
+    try:
+        yield
+    finally:
+        engine.verifier = original
+
+
+def step_verdict(node: Node) -> SampleScore:
+    """A finished beam's step scores as the record's score kinds (0 for a beam with no step)."""
+    from ..verifiers.process import aggregate_steps
+
+    scores = {f"step_{how}": (aggregate_steps(node.step_scores, how) if node.step_scores else 0.0)
+              for how in STEP_AGGREGATIONS}
+    return SampleScore(scores, 0, "ok" if node.step_scores else "no_step")
+
+
+def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_block: dict[str, Any]):
+    """The engine's records over each tree's finished beams, with compute and the tree filled in."""
+    chosen = [tree.results() for tree in trees]
+    with _verifier(engine, _StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen])):
+        records = engine.score_samples([t.problem for t in trees], [t.prompt for t in trees],
+                                       [[n.sample() for n in nodes] for nodes in chosen], params)
+    for tree, nodes, record in zip(trees, chosen, records):
+        for sample, node in zip(record["samples"], nodes):
+            sample.update({"steps": node.steps, "step_scores": [round(s, 6) for s in node.step_scores],
+                           "node": node.id})
+        record["compute"].update({"generated_tokens": tree.generated_tokens, "verifier_tokens": tree.verifier_tokens,
+                                  "final_tokens": sum(len(n.token_ids) for n in nodes)})
+        record["search"] = {"strategy": run_block["search"]["strategy"], "rounds": tree.rounds,
+                            "nodes": [n.to_json() for n in tree.nodes]}
+        record["run"] = run_block
+        record["time_s"] = round(tree.time_s, 4)
+    return records
+
+
+# --- the entry point ---------------------------------------------------------------------------------------
+def default_delimiter(engine) -> str:
+    """A line for the models shipped in the package (their steps are lines), else a blank line."""
+    try:
+        Path(engine.model_path).resolve().relative_to(ASSETS.resolve())
+        return SHIPPED_DELIMITER
+    except ValueError:
+        return DEFAULT_DELIMITER
+
+
+def step_scorer_for(engine, delimiter: str, *, verifier_kind: str | None = None, verifier_model: str | None = None,
+                    prm_format: str | None = None):
+    """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
+    (process: its step verdicts; unified: its verdict on each step prefix, in the engine's score_norm)."""
+    from ..prompts import build_prompt
+    from ..verifiers.prm import ProcessStepScorer, UnifiedStepScorer, load_prm
+
+    if verifier_kind == "prm":
+        if verifier_model is None:
+            raise ValueError("verifier kind 'prm' needs a PRM checkpoint: pass verifier_model (--verifier-model PATH)")
+        device = str(getattr(engine.backend, "device", "")) or None
+        return load_prm(verifier_model, prm_format, device=device)
+    prompt_for = lambda text: build_prompt(engine.prompt_config, text, engine.backend)  # noqa: E731
+    if engine.verifier is None:
+        raise ValueError("step-level search needs a step scorer: use the unified or process verifier, or "
+                         "--verifier-kind prm --verifier-model PATH")
+    if engine.verifier.name == "process":
+        return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
+    return UnifiedStepScorer(engine.verifier, prompt_for, delimiter, kind=f"verifier_{engine.score_norm}")
+
+
+def solve_search(engine, problems: Sequence[Problem], strategy: str = "beam", config: SearchConfig | None = None, *,
+                 n: int = 16, temperature: float = 0.8, top_p: float = 1.0, max_new_tokens: int = 256,
+                 seed: int | None = 0, scorer=None, out: str | Path | None = None,
+                 progress: bool = True) -> list[dict[str, Any]]:
+    """Beam search or DVTS over `problems` with N beams; records in input order, written to `out` as each
+    problem finishes (problems already in `out` are read back, not searched again).
+
+    `scorer` is any step scorer (`tts_engine.verifiers.prm`); default: `step_scorer_for(engine, ...)`.
+    """
+    from tqdm.auto import tqdm
+
+    if strategy not in SEARCH_STRATEGIES:
+        raise ValueError(f"strategy must be one of {sorted(SEARCH_STRATEGIES)}, got {strategy!r}")
+    config = config or SearchConfig()
+    config.check_n(n, strategy)
+    delimiter = config.step_delimiter or default_delimiter(engine)
+    scorer = scorer or step_scorer_for(engine, delimiter, prm_format=config.prm_format)
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
+                            stop=list(engine.prompt_config.stop))
+    run_block = {**engine.run_info(params), "verifier": getattr(scorer, "name", type(scorer).__name__),
+                 "search": {"strategy": strategy, **asdict(config), "step_delimiter": delimiter}}
+    search = Search(engine.backend, scorer, config, params, delimiter)
+    writer = ResultsWriter(out) if out is not None else None
+    done = dict(writer.existing) if writer else {}
+    todo = [p for p in problems if p.id not in done]
+    if done:
+        log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(todo), len(problems))
+    bar = tqdm(total=len(problems), initial=len(problems) - len(todo), desc=strategy, unit="problem",
+               disable=not progress)
+    try:
+        per_chunk = max(1, ROWS_PER_CHUNK // n)
+        for start in range(0, len(todo), per_chunk):
+            trees = new_trees(engine, todo[start:start + per_chunk], SEARCH_STRATEGIES[strategy](n, config.beam_width))
+            for tree in run_rounds(search, trees):
+                (record,) = build_records(engine, [tree], params, run_block)
+                done[record["id"]] = record
+                if writer:
+                    writer.write(record)
+                bar.update(1)
+    finally:
+        bar.close()
+        if writer:
+            writer.close()
+    return [done[p.id] for p in problems if p.id in done]
+
+
+def new_trees(engine, problems: Sequence[Problem], plans: list[GroupPlan]) -> list[Tree]:
+    prompts = engine.prompts(problems)
+    trees = []
+    for problem, prompt in zip(problems, prompts):
+        root = Node(id=0, parent=None, group=-1, round=-1, step="", path_text="", steps=[],
+                    num_prompt_tokens=len(engine.backend.encode(prompt)))
+        trees.append(Tree(problem, prompt, [Group(plan, [root]) for plan in plans], [root]))
+    return trees
