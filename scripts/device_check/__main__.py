@@ -1,0 +1,5 @@
+import sys
+
+from device_check.run import main
+
+sys.exit(main())

@@ -1,0 +1,305 @@
+"""Sections of the check for the machine and the kernels: ceilings, verifier score, subset vote, tests.
+
+Timing and peak memory come from tts_engine.kernels.bench.measure (one warm-up call, synchronised, the
+median of the timed calls; peak memory above what was allocated before, GPU only).
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from .plan import (
+    DATASHEET_COPY_GBPS, PEAK_BF16_TFLOPS, SCORE_FLOOR_GOAL, SCORE_MEMORY_GOAL, Plan,
+)
+from .recorder import Recorder, ratio
+
+REPO = Path(__file__).resolve().parents[2]
+YES_ID, NO_ID = 9, -1
+"""Verdict token ids of the score measurements (-1: the last vocabulary entry, in the last tile)."""
+WALK_TOLERANCE = 1e-6
+"""Largest |kernel accuracy - prefix-walk accuracy| counted as agreement: the kernel averages its R
+correct/wrong outcomes in float32, the walk in float64 (same winners differ by ~2e-8 at R = 40)."""
+
+
+class NoDeviceError(RuntimeError):
+    """The GPU run found no CUDA device."""
+
+
+def machine(rec: Recorder, plan: Plan, context: dict) -> None:
+    """Versions, the device, and the two ceilings measured on it: a bf16 matrix product and a copy."""
+    import torch
+
+    rec.info(date=datetime.now(timezone.utc).isoformat(timespec="seconds"), python=platform.python_version(),
+             torch=torch.__version__, cuda=torch.version.cuda, commit=_git_commit(),
+             **{name: _version(name) for name in ("triton", "transformers", "numpy", "math-verify", "orjson")})
+    if not plan.dry and not torch.cuda.is_available():
+        raise NoDeviceError("no CUDA device visible to torch: run this on the GPU machine, or pass --dry")
+    device = torch.device(plan.device)
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        rec.info(gpu=props.name, multiprocessors=props.multi_processor_count,
+                 gpu_memory_gib=round(props.total_memory / 2**30, 1))
+    with rec.step("matmul"):
+        tflops = _matmul_tflops(plan, device)
+        rec.figure("matrix product (torch)", tflops, "TFLOP/s", baseline="issue's bf16 figure",
+                   baseline_value=PEAK_BF16_TFLOPS,
+                   note=f"{plan.matmul_size}^3 {'float32 on CPU' if plan.dry else 'bf16'}, random data")
+    with rec.step("copy"):
+        gbps = _copy_gbps(plan, device)
+        rec.figure("device copy, read + written", gbps, "GB/s", baseline="H200 datasheet",
+                   baseline_value=DATASHEET_COPY_GBPS, note=f"{plan.copy_mib} MiB")
+
+
+def _matmul_tflops(plan: Plan, device) -> float:
+    import torch
+
+    from tts_engine.kernels.bench import measure
+
+    size = plan.matmul_size
+    dtype = torch.float32 if plan.dry else torch.bfloat16
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+    ms, _, _ = measure(functools.partial(torch.matmul, a, b), device, plan.repeats)
+    return 2 * size**3 / (ms * 1e-3) / 1e12
+
+
+def _copy_gbps(plan: Plan, device) -> float:
+    import torch
+
+    from tts_engine.kernels.bench import measure
+
+    src = torch.randn(plan.copy_mib * 2**18, device=device)  # float32: 4 bytes each
+    dst = torch.empty_like(src)
+    ms, _, _ = measure(functools.partial(dst.copy_, src), device, plan.repeats)
+    return 2 * src.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+def score(rec: Recorder, plan: Plan, context: dict) -> None:
+    """fused_verifier_score (Triton) vs the chunked torch reference and the naive full-logits way."""
+    import torch
+
+    device = torch.device(plan.device)
+    copy_gbps = _figure_value(context, "machine", "device copy, read + written")
+    for batch, dim, vocab in plan.score_shapes:
+        if rec.time_left() < 10:
+            rec.note(f"skipped B={batch} D={dim} V={vocab}: section time ran out")
+            break
+        with rec.step(f"score B={batch} D={dim} V={vocab}"):
+            _score_shape(rec, plan, device, batch, dim, vocab, copy_gbps)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _score_shape(rec: Recorder, plan: Plan, device, batch: int, dim: int, vocab: int, copy_gbps) -> None:
+    import torch
+
+    from tts_engine.kernels import fused_verifier_score
+    from tts_engine.kernels.bench import measure
+    from tts_engine.kernels.verifier_score_reference import verifier_score_naive, verifier_score_reference
+
+    dtype = getattr(torch, plan.score_dtype)
+    gen = torch.Generator(device=device).manual_seed(batch + dim)
+    hidden = torch.randn(batch, dim, generator=gen, device=device).to(dtype)  # (B, D)
+    weight = (torch.randn(vocab, dim, generator=gen, device=device) * (4 / dim**0.5)).to(dtype)  # (V, D)
+    no_id = vocab + NO_ID
+    want = float64_logp(hidden, weight, (YES_ID, no_id))  # (2, B)
+    runs = {
+        "triton": functools.partial(fused_verifier_score, impl="triton"),
+        "reference": verifier_score_reference,
+        "naive": verifier_score_naive,
+    }
+    got = {}
+    for impl, fn in runs.items():
+        ms, peak, (logp_yes, logp_no) = measure(functools.partial(fn, hidden, weight, YES_ID, no_id), device,
+                                               plan.repeats)
+        error = (torch.stack([logp_yes, logp_no]).double() - want).abs().max().item()
+        got[impl] = {"ms": ms, "peak_mb": peak, "max_abs_error": error}
+        rec.row(op="verifier_score", batch=batch, dim=dim, vocab=vocab, dtype=plan.score_dtype, impl=impl,
+                ms=ms, peak_mb=peak, max_abs_error=error)
+    _score_figures(rec, batch, dim, vocab, dtype, got, copy_gbps)
+
+
+def _score_figures(rec: Recorder, batch, dim, vocab, dtype, got: dict, copy_gbps) -> None:
+    flops = 2 * batch * dim * vocab
+    floor_ms = flops / (PEAK_BF16_TFLOPS * 1e12) * 1e3
+    kernel, reference, naive = got["triton"], got["reference"], got["naive"]
+    tflops = flops / (kernel["ms"] * 1e-3) / 1e12
+    weight_bytes = (vocab + batch) * dim * dtype.itemsize
+    memory_floor = f", memory floor {weight_bytes / (copy_gbps * 1e9) * 1e3:.3f} ms" if copy_gbps else ""
+    shape = f"B={batch} D={dim} V={vocab}"
+    floor_ratio = ratio(kernel["ms"], floor_ms)
+    rec.figure(f"score {shape}: triton time", kernel["ms"], "ms", baseline="compute floor at 790 TFLOP/s",
+               baseline_value=floor_ms, goal=f"<= {SCORE_FLOOR_GOAL}x floor",
+               met=floor_ratio is not None and floor_ratio <= SCORE_FLOOR_GOAL,
+               note=f"{tflops:.1f} TFLOP/s = {tflops / PEAK_BF16_TFLOPS:.2f} of 790{memory_floor}")
+    rec.figure(f"score {shape}: triton vs reference", kernel["ms"], "ms", baseline="torch reference",
+               baseline_value=reference["ms"], note=f"naive (all logits): {naive['ms']:.3f} ms")
+    if kernel["peak_mb"] is not None:
+        saving = ratio(reference["peak_mb"], kernel["peak_mb"])
+        rec.figure(f"score {shape}: peak memory", kernel["peak_mb"], "MB", baseline="torch reference",
+                   baseline_value=reference["peak_mb"], goal=f">= {SCORE_MEMORY_GOAL:g}x less",
+                   met=saving is not None and saving >= SCORE_MEMORY_GOAL,
+                   note=f"naive: {naive['peak_mb']:.1f} MB")
+    rec.figure(f"score {shape}: max |error| vs float64", kernel["max_abs_error"], "logp",
+               baseline="torch reference's error", baseline_value=reference["max_abs_error"])
+
+
+def float64_logp(hidden, weight, ids, rows_per_block: int = 1024):
+    """(len(ids), B) float64 log-probabilities of `ids` under softmax(hidden @ weight.T), in row blocks."""
+    import torch
+
+    weight64 = weight.double()
+    parts = []
+    for b0 in range(0, hidden.shape[0], rows_per_block):
+        logits = hidden[b0:b0 + rows_per_block].double() @ weight64.T  # (rows, V)
+        logp = logits[:, list(ids)] - torch.logsumexp(logits, dim=1, keepdim=True)  # (rows, len(ids))
+        parts.append(logp.T)
+    return torch.cat(parts, dim=1)
+
+
+def vote(rec: Recorder, plan: Plan, context: dict) -> None:
+    """subset_vote (Triton) vs its torch reference per k, and all k vs the CPU prefix walk of the curves."""
+    import numpy as np
+    import torch
+
+    from tts_engine.eval.prefix_voting import prefix_vote_accuracy
+    from tts_engine.kernels.bench import measure, vote_inputs
+
+    device = torch.device(plan.device)
+    problems, samples, repeats = plan.vote_shape
+    class_ids, scores, _ = vote_inputs(problems, samples, 1, device)  # (P, N) each
+    correct = torch.zeros(problems, 64, dtype=torch.bool, device=device)  # class 0 is right (as kernels.bench)
+    correct[:, 0] = True
+    rng = np.random.default_rng(0)  # subsets as the curves draw them: relabel[p, shared[r, :k]]
+    relabel = np.argsort(rng.random((problems, samples)), axis=1)  # (P, N)
+    shared = np.argsort(rng.random((repeats, samples)), axis=1)[:, :max(plan.vote_ks)]  # (R, k_max)
+    shape = f"P={problems} N={samples} R={repeats}"
+    walked = {}
+    with rec.step("prefix walk"):
+        cpu = torch.device("cpu")
+        walk = functools.partial(prefix_vote_accuracy, class_ids.cpu().numpy(), correct.cpu().numpy(),
+                                 {"score": scores.cpu().numpy()}, relabel, shared, list(plan.vote_ks))
+        walk_ms, _, walked = measure(walk, cpu, max(1, min(plan.repeats, 2)))
+        rec.row(op="subset_vote", shape=shape, impl="prefix_walk_cpu", ks=list(plan.vote_ks), ms=walk_ms)
+    totals: dict[str, list[float]] = {"triton": [], "torch": []}
+    relabel_t = torch.as_tensor(relabel, device=device)
+    for k in plan.vote_ks:
+        if rec.time_left() < 10:
+            rec.note(f"skipped k={k}: section time ran out")
+            break
+        with rec.step(f"vote k={k}"):
+            subsets = relabel_t[:, torch.as_tensor(shared[:, :k], device=device)]  # (P, R, k)
+            times = _vote_k(rec, plan, device, shape, k, class_ids, scores, subsets, correct, walked.get(k))
+            for impl, values in totals.items():
+                values.append(times[impl])
+    if walked and len(totals["triton"]) == len(plan.vote_ks):
+        ks = ",".join(map(str, plan.vote_ks))
+        rec.figure(f"vote {shape} k={ks}: triton, all k", sum(totals["triton"]), "ms",
+                   baseline="CPU prefix walk, all k in one pass", baseline_value=walk_ms,
+                   note=f"torch reference, all k: {sum(totals['torch']):.1f} ms")
+
+
+def _vote_k(rec, plan, device, shape, k, class_ids, scores, subsets, correct, walked) -> dict[str, float]:
+    import torch
+
+    from tts_engine.kernels import subset_vote
+    from tts_engine.kernels.bench import measure
+
+    times, votes = {}, {}
+    for impl in ("triton", "torch"):
+        run = functools.partial(subset_vote, class_ids, scores, subsets, correct, impl=impl)
+        times[impl], peak, votes[impl] = measure(run, device, plan.repeats)
+        rec.row(op="subset_vote", shape=shape, k=k, impl=impl, ms=times[impl], peak_mb=peak)
+    winners = {impl: torch.stack([v.majority, v.weighted, v.best_of_n]) for impl, v in votes.items()}
+    agree = (winners["triton"] == winners["torch"]).float().mean().item()
+    walk_diff = None
+    if walked is not None:
+        names = {"majority": "majority", "weighted": "weighted:score", "best_of_n": "best_of_n:score"}
+        walk_diff = max(float(abs(votes["triton"].accuracy[ours].cpu().numpy() - walked[theirs]).max())
+                        for ours, theirs in names.items())
+    rec.figure(f"vote {shape} k={k}: triton time", times["triton"], "ms", baseline="torch reference",
+               baseline_value=times["torch"], goal="same winners as the reference and the walk",
+               met=agree == 1.0 and walk_diff is not None and walk_diff <= WALK_TOLERANCE,
+               note=f"winners agreeing {agree:.4f}; max |accuracy - prefix walk| {walk_diff:.2g}")
+    return times
+
+
+def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
+    """The suite's kernel tests (tests/test_kernels_*.py) with their Triton calls on the plan's device."""
+    files = sorted(os.path.relpath(f, REPO) for f in glob.glob(str(REPO / "tests" / "test_kernels_*.py")))
+    if not files:
+        raise FileNotFoundError(f"no tests/test_kernels_*.py under {REPO}")
+    work = rec.path.parent
+    junit, calls = work / "kernel_tests.xml", work / "kernel_calls.json"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "device_check.pytest_cuda", "-p", "no:cacheprovider",
+               f"--junitxml={junit}", *files]
+    if plan.test_select:
+        command += ["-k", plan.test_select]
+    env = dict(os.environ, DEVICE_CHECK_KERNEL_DEVICE=plan.device, DEVICE_CHECK_KERNEL_CALLS=str(calls))
+    rec.info(command=" ".join(command[1:]))
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=max(5.0, rec.time_left() - 5))
+        output, returncode = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as err:
+        output, returncode = f"{err.stdout or ''}{err.stderr or ''}\npytest timed out", None
+    elapsed = time.perf_counter() - started
+    print(output[-4000:], flush=True)
+    counts = junit_counts(junit) if junit.is_file() else None
+    used = json.loads(calls.read_text()) if calls.is_file() else {}
+    rec.info(pytest_returncode=returncode, deselected=used.get("deselected", []),
+             interpreter=used.get("interpreter"))
+    if counts is None:
+        raise RuntimeError(f"pytest wrote no report (exit status {returncode}): {output[-600:]}")
+    rec.row(op="kernel_tests", seconds=elapsed, **{k: v for k, v in counts.items() if k != "failed_names"})
+    rec.figure("kernel tests passed", counts["passed"], "tests", baseline="tests run", baseline_value=counts["tests"],
+               goal="all pass", met=counts["failed"] == 0 and returncode == 0,
+               note=f"{counts['skipped']} skipped; Triton calls on {plan.device}: {used.get('calls')}; "
+                    f"interpreter: {used.get('interpreter')}")
+    if counts["failed_names"] or returncode != 0:
+        rec.error("pytest", f"exit status {returncode}; failed: {', '.join(counts['failed_names']) or '-'}")
+
+
+def junit_counts(path: Path) -> dict:
+    """tests, passed, skipped, failed (failures + errors) and the failed tests' names from a JUnit XML file."""
+    root = ET.parse(path).getroot()
+    cases = list(root.iter("testcase"))
+    failed = [f"{c.get('classname')}::{c.get('name')}" for c in cases
+              if c.find("failure") is not None or c.find("error") is not None]
+    skipped = sum(c.find("skipped") is not None for c in cases)
+    return {"tests": len(cases), "passed": len(cases) - len(failed) - skipped, "skipped": skipped,
+            "failed": len(failed), "failed_names": failed}
+
+
+def _figure_value(context: dict, section: str, name: str) -> float | None:
+    """A figure measured by an earlier section of this run, or None."""
+    for figure in context.get(section, {}).get("figures", []):
+        if figure["name"] == name:
+            return figure["value"]
+    return None
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None
