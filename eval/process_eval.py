@@ -20,14 +20,16 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from tts_engine.aggregate import majority_vote, weighted_vote
+from tts_engine.answers import extract_answer
+from tts_engine.answers.rewards import answer_reward, solution_reward
 from tts_engine.steps import split_steps
 
-from .verifier_metrics import auroc
+from .verifier_metrics import auroc, balanced_accuracy
 
 _PROBLEM = re.compile(r"Compute left to right:\s*(\d+)((?:\s*[-+*]\s*\d+)+)\s*\.?")
 _OPERATION = re.compile(r"([-+*])\s*(\d+)")
 _LINE = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
-_BOXED = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
 NO_ERROR = -1
 
 
@@ -66,18 +68,11 @@ def arith_first_error(problem: str, solution: str) -> int | None:
                 return k
             value = expected
         elif k == len(operations):
-            boxed = _BOXED.fullmatch(step.strip())
-            if boxed is None or boxed.group(1) != str(value):
+            if not step.strip().startswith("\\boxed") or extract_answer(step) != str(value):
                 return k
         else:
             return k
     return NO_ERROR if len(steps) == len(operations) + 1 else None
-
-
-def final_answer(text: str) -> str | None:
-    """Content of the last \\boxed{} of a solution, or None."""
-    found = _BOXED.findall(text)
-    return found[-1] if found else None
 
 
 # --- metrics -----------------------------------------------------------------------------------------------
@@ -97,15 +92,6 @@ def first_error_metrics(predicted: Sequence[int | None], labels: Sequence[int]) 
         f1 = 0.0 if acc_error + acc_correct == 0 else 2 * acc_error * acc_correct / (acc_error + acc_correct)
     return {"acc_erroneous": acc_error, "acc_correct": acc_correct, "f1": f1, "num_erroneous": len(err),
             "num_correct": len(ok), "unreadable": sum(p is None for p in predicted)}
-
-
-def balanced_accuracy(scores: Sequence[float], labels: Sequence[bool], threshold: float = 0.5) -> float | None:
-    """Mean of the true-positive and true-negative rates of score > threshold; None when a class is missing."""
-    pos = [s > threshold for s, y in zip(scores, labels) if y]
-    neg = [s <= threshold for s, y in zip(scores, labels) if not y]
-    if not pos or not neg:
-        return None
-    return 0.5 * (sum(pos) / len(pos) + sum(neg) / len(neg))
 
 
 # --- ProcessBench ------------------------------------------------------------------------------------------
@@ -157,35 +143,27 @@ def sample_solutions(generator_dir: str, problems: list[dict], n: int, max_new_t
 
 
 def correctness(problems: list[dict], texts: list[list[str]]) -> list[list[bool]]:
-    return [[final_answer(t) == p["answer"] for t in row] for p, row in zip(problems, texts)]
+    """Rule-based correctness of every sample (the training reward, answers.rewards)."""
+    return [[solution_reward(p["answer"], t) > 0.5 for t in row] for p, row in zip(problems, texts)]
+
+
+def _vote_right(problem: dict, vote) -> bool:
+    return vote.answer is not None and answer_reward(problem["answer"], vote.answer) > 0.5
 
 
 def generator_metrics(problems, texts) -> dict[str, float]:
-    """pass@1 (mean sample accuracy) and majority-vote accuracy over the N samples."""
+    """pass@1 (mean sample accuracy) and majority-vote accuracy over the N samples (tts_engine.aggregate)."""
     right = correctness(problems, texts)
-    maj = []
-    for p, row in zip(problems, texts):
-        counts: dict[str, int] = {}
-        for t in row:
-            a = final_answer(t)
-            if a is not None:
-                counts[a] = counts.get(a, 0) + 1
-        maj.append(bool(counts) and max(counts, key=lambda a: counts[a]) == p["answer"])
+    maj = [_vote_right(p, majority_vote([extract_answer(t) for t in row])) for p, row in zip(problems, texts)]
     flat = [x for row in right for x in row]
     return {"pass_at_1": sum(flat) / len(flat), "majority": sum(maj) / len(maj)}
 
 
 def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
-    """Accuracy of the answer with the largest sum of scores per problem (samples without an answer vote for nothing)."""
-    right = 0
-    for p, row, srow in zip(problems, texts, scores):
-        totals: dict[str, float] = {}
-        for t, s in zip(row, srow):
-            a = final_answer(t)
-            if a is not None:
-                totals[a] = totals.get(a, 0.0) + s
-        right += bool(totals) and max(totals, key=lambda a: totals[a]) == p["answer"]
-    return right / len(problems)
+    """Accuracy of weighted voting (tts_engine.aggregate: samples without an answer vote for nothing)."""
+    right = [_vote_right(p, weighted_vote([extract_answer(t) for t in row], srow))
+             for p, row, srow in zip(problems, texts, scores)]
+    return sum(right) / len(problems)
 
 
 def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batch_problems: int):
@@ -257,19 +235,11 @@ def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: st
 
 
 def bundled_problems(limit_per_level: int | None = None) -> list[dict]:
-    import tts_engine
+    """The bundled task set as records, optionally the first `limit_per_level` of each level."""
+    from tts_engine.training.task import bundled_problems_path, first_per_level, load_problems
 
-    path = Path(tts_engine.__file__).resolve().parent / "assets" / "problems" / "arith.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if limit_per_level is None:
-        return records
-    seen: dict[int, int] = {}
-    kept = []
-    for r in records:
-        seen[r["level"]] = seen.get(r["level"], 0) + 1
-        if seen[r["level"]] <= limit_per_level:
-            kept.append(r)
-    return kept
+    records = load_problems(bundled_problems_path())
+    return records if limit_per_level is None else first_per_level(records, limit_per_level)
 
 
 def _fmt(x) -> str:

@@ -29,6 +29,17 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float | None:
     return float((rank_sum - num_right * (num_right + 1) / 2.0) / (num_right * num_wrong))
 
 
+def balanced_accuracy(scores, labels, threshold: float = 0.5) -> float | None:
+    """Mean of the accept rate on right samples and the reject rate on wrong ones; a sample is accepted when
+    its score >= threshold (the one rule of every balanced accuracy in the project: a score of exactly 0.5
+    accepts). None when a class is missing."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=bool)
+    if labels.all() or not labels.any():
+        return None
+    accepts = scores >= threshold
+    return float((accepts[labels].mean() + (~accepts[~labels]).mean()) / 2)
+
+
 def reliability(scores: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> dict[str, Any]:
     """Equal-width bins over [0, 1]: count, mean score and fraction right per bin, and the ECE."""
     if num_bins < 1:
@@ -62,7 +73,6 @@ def score_metrics(scores: np.ndarray, labels: np.ndarray, *, threshold: float = 
     accepts = flat_scores >= threshold
     right_accepted = float(accepts[flat_labels].mean()) if flat_labels.any() else None
     wrong_rejected = float((~accepts[~flat_labels]).mean()) if (~flat_labels).any() else None
-    balanced = None if right_accepted is None or wrong_rejected is None else (right_accepted + wrong_rejected) / 2
     per_problem = [auroc(scores[p][known[p]], labels[p][known[p]].astype(bool)) for p in range(scores.shape[0])]
     within = [value for value in per_problem if value is not None]
     return {
@@ -71,7 +81,7 @@ def score_metrics(scores: np.ndarray, labels: np.ndarray, *, threshold: float = 
         "threshold": threshold,
         "accuracy_on_right": right_accepted,
         "accuracy_on_wrong": wrong_rejected,
-        "balanced_accuracy": balanced,
+        "balanced_accuracy": balanced_accuracy(flat_scores, flat_labels, threshold),
         "auroc": auroc(flat_scores, flat_labels),
         "auroc_within_problem": float(np.mean(within)) if within else None,
         "problems_with_both": len(within),

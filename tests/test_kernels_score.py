@@ -181,4 +181,8 @@ def test_gpu_path_compiles_for_sm90():
     for dtype, report in reports.items():
         assert 0 < report["shared_bytes"] <= 227 * 1024, (dtype, report)
         assert report["uses_wgmma"] == ("float32" not in dtype), (dtype, report)
-        assert report["spill_bytes"] is None or report["spill_bytes"] <= 64, (dtype, report)
+        if report["spill_bytes"] is not None:
+            assert report["spill_bytes"] <= 64, (dtype, report)
+    if any(r["spill_bytes"] is None for r in reports.values()):
+        pytest.skip("register spills not measured: triton's cuobjdump is not bundled here "
+                    "(every other compile check passed)")

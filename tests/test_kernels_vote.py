@@ -208,4 +208,8 @@ def test_gpu_path_compiles_for_sm90():
     assert len(reports) == 4
     for shape, report in reports.items():
         assert 0 < report["shared_bytes"] <= 227 * 1024, (shape, report)
-        assert report["spill_bytes"] is None or report["spill_bytes"] == 0, (shape, report)
+        if report["spill_bytes"] is not None:
+            assert report["spill_bytes"] == 0, (shape, report)
+    if any(r["spill_bytes"] is None for r in reports.values()):
+        pytest.skip("register spills not measured: triton's cuobjdump is not bundled here "
+                    "(every other compile check passed)")

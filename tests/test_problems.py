@@ -5,7 +5,6 @@ import pytest
 
 from tts_engine.problems import load_problems
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHARED = {
     "math500.jsonl": (500, "test/precalculus/807.json", "\\left( 3, \\frac{\\pi}{2} \\right)"),
     "aime2024.jsonl": (30, "60", "204"),
@@ -17,10 +16,8 @@ SHARED = {
 
 
 @pytest.mark.parametrize("name", sorted(SHARED))
-def test_shared_data_loads_as_it_is(name):
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+def test_shared_data_loads_as_it_is(name, shared_data):
+    path = shared_data(name)
     count, first_id, first_reference = SHARED[name]
     problems = load_problems(path)
     assert len(problems) == count

@@ -13,7 +13,6 @@ from tts_engine.verifiers.process import ProcessSampleScore
 
 PROBLEM = "Compute left to right: 28*4-18+80."
 RIGHT = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
-PROCESSBENCH = Path("/work/shared/data/processbench_math.json")
 
 
 @pytest.mark.parametrize("solution, first_error", [
@@ -68,9 +67,8 @@ class OracleVerifier:
         return out
 
 
-@pytest.mark.skipif(not PROCESSBENCH.is_file(), reason="ProcessBench data not present")
-def test_processbench_loads_and_scores_with_a_fake_verifier():
-    every = load_processbench(PROCESSBENCH)
+def test_processbench_loads_and_scores_with_a_fake_verifier(shared_data):
+    every = load_processbench(shared_data("processbench_math.json"))
     records = [r for r in every if r["label"] == NO_ERROR][:20] + [r for r in every if r["label"] != NO_ERROR][:20]
     assert len(records) == 40 and all(isinstance(r["steps"], list) and isinstance(r["label"], int) for r in records)
     perfect = OracleVerifier([r["label"] for r in records])

@@ -3,7 +3,9 @@ import random
 
 import pytest
 
-from tts_engine.training.grading import answer_key, last_boxed, reward
+from tts_engine.answers import extract_answer
+from tts_engine.answers.rewards import answer_key, solution_reward
+from tts_engine.training.grading import reward
 from tts_engine.training.task import (EVAL_PER_LEVEL, EVAL_SEED, LEVELS, ProblemStream, bundled_problems_path,
                                       make_problem, make_problem_set)
 
@@ -59,9 +61,11 @@ def test_bundled_set_is_the_documented_command_output():
 
 
 def test_answer_helpers():
-    assert last_boxed("a \\boxed{3} then \\boxed{ 12 }") == "12"
-    assert last_boxed("no answer") is None
+    assert extract_answer("a \\boxed{3} then \\boxed{ 12 }") == "12"
+    assert extract_answer("no answer") is None
     assert answer_key("012") == "12" and answer_key(None) is None
     assert answer_key("--1") == "--1" and answer_key("-3") == "-3"  # malformed text stays text, never raises
     assert reward("\\boxed{--1}", "2") == 0.0  # no crash; ("--1" vs "1" is the shared checker's call: equal)
     assert reward("12-3=9\n", "9") == 0.0  # no boxed answer: no reward
+    assert reward("\\boxed{012}", "12") == solution_reward("12", "\\boxed{012}") == 1.0  # training's old order
+    assert solution_reward("1/2", "\\boxed{\\frac{1}{2}}") == 1.0  # equivalence, not string equality

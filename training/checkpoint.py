@@ -106,7 +106,7 @@ def export_serving(run_dir: str | Path, dest: str | Path) -> Path:
 
 
 def default_model_path() -> Path:
-    """The checkpoint the engine serves when no model is given."""
-    import tts_engine
+    """The checkpoint the engine serves when no model is given (tts_engine.models holds asset paths)."""
+    from tts_engine.models import DEFAULT_MODEL
 
-    return Path(tts_engine.__file__).resolve().parent / "assets" / "default_model"
+    return DEFAULT_MODEL

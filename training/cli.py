@@ -96,9 +96,12 @@ _register_trainers()
 @click.option("--threads", type=int, default=1, show_default=True, help="torch CPU threads.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write the report as JSON.")
 def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
-    """pass@1, majority / weighted / best-of-N at N=4,16,64 and verifier metrics of a checkpoint."""
+    """pass@1, majority / weighted / best-of-N at N=4,16,64 and verifier metrics of a checkpoint
+    (tts solve + tts curve on the checkpoint, summarised in two tables)."""
+    from tts_engine.problems import load_problems
+
     from .evaluate import evaluate as run, save_report, to_markdown
-    from .task import bundled_problems_path, first_per_level, load_problems
+    from .task import bundled_problems_path, first_per_level
 
     problems = load_problems(problems_path or bundled_problems_path())
     if per_level is not None:

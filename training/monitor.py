@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 
-from .grading import reward
 from .task import LEVELS, make_problem_set
 
 DEV_SEED = 777
@@ -22,7 +22,7 @@ def dev_pass_at_1(model, tokenizer, prompt_config, per_level: int = 16, n: int =
     model.train()
     by_level: dict[str, list[float]] = {}
     for p, samples in zip(problems, outs):
-        by_level.setdefault(f"L{p.level}", []).extend(reward(s.text, p.answer) for s in samples)
+        by_level.setdefault(f"L{p.level}", []).extend(solution_reward(p.answer, s.text) for s in samples)
     result = {k: round(sum(v) / len(v), 3) for k, v in by_level.items()}
     result["all"] = round(sum(result[f"L{l}"] for l in LEVELS) / len(LEVELS), 3)
     return result

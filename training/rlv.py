@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt, build_verify_prompt
@@ -24,9 +25,8 @@ from tts_engine.settings import setting
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, next_token_logits, pad_pairs
 from .config import TrainConfig
-from .grading import reward
 from .monitor import dev_pass_at_1
-from .task import ProblemStream, bundled_problems_path, load_problems
+from .task import ProblemStream, held_out_texts
 
 ALGORITHMS = ("grpo", "rloo")
 
@@ -127,18 +127,35 @@ def verification_loss(model, tokenizer, examples: list[VerifyExample], yes_id: i
     return loss, scores
 
 
-def policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], old_logprobs: list[list[float]],
-                adv: torch.Tensor, clip_eps: float, pad_id: int) -> torch.Tensor:
-    """Clipped policy-gradient loss on the generated tokens: per-sequence token mean, then batch mean."""
+def clipped_pg_loss(new: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                    clip_eps: float) -> torch.Tensor:
+    """PPO's clipped surrogate, the one policy-gradient loss of every trainer: token log-probs `# (B, T)` under
+    the current and the sampling policy, advantages `# (B, T)` or `# (B, 1)`, mask `# (B, T)` of generated
+    tokens; returns the per-sequence token mean `# (B,)`."""
+    ratio = torch.exp((new - old) * mask)  # (B, T)
+    per_token = -torch.minimum(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv) * mask
+    return per_token.sum(-1) / mask.sum(-1).clamp(min=1)
+
+
+def token_policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]],
+                      old_logprobs: list[list[float]], token_adv: list[torch.Tensor], clip_eps: float,
+                      pad_id: int) -> torch.Tensor:
+    """clipped_pg_loss on the generated tokens with a per-token advantage: per-sequence token mean, then batch mean."""
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, pad_id)  # (B, T)
     new = completion_logprobs(model, ids, mask)  # (B, T)
     old = torch.zeros_like(new)
-    for b, (p, lps) in enumerate(zip(prompt_ids, old_logprobs)):
+    adv = torch.zeros_like(new)
+    for b, (p, lps, a) in enumerate(zip(prompt_ids, old_logprobs, token_adv)):
         old[b, len(p):len(p) + len(lps)] = torch.tensor(lps)
-    ratio = torch.exp((new - old) * comp)  # (B, T)
-    a = adv[:, None]
-    per_token = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a) * comp
-    return (per_token.sum(-1) / comp.sum(-1).clamp(min=1)).mean()
+        adv[b, len(p):len(p) + len(a)] = a
+    return clipped_pg_loss(new, old, adv, comp, clip_eps).mean()
+
+
+def policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], old_logprobs: list[list[float]],
+                adv: torch.Tensor, clip_eps: float, pad_id: int) -> torch.Tensor:
+    """token_policy_loss with one advantage `# (B,)` per sequence."""
+    token_adv = [adv[b].expand(len(c)) for b, c in enumerate(completion_ids)]
+    return token_policy_loss(model, prompt_ids, completion_ids, old_logprobs, token_adv, clip_eps, pad_id)
 
 
 def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: list[VerifyExample],
@@ -189,10 +206,8 @@ def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: 
             old[k, :n] = torch.tensor(samples[b].logprobs)
             comp[k, :n] = 1.0
         new = logp[torch.tensor(active)[:, None], pos, tgt]  # (A, L)
-        ratio = torch.exp((new - old) * comp)
-        a = adv[active][:, None]
-        per_token = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a) * comp
-        per_seq = per_seq.index_put((torch.tensor(active),), per_token.sum(-1) / comp.sum(-1).clamp(min=1))
+        per_seq = per_seq.index_put((torch.tensor(active),),
+                                    clipped_pg_loss(new, old, adv[active][:, None], comp, clip_eps))
     pg = per_seq.sum() / len(seqs)
     if fallback:
         fb = [b for b in fallback if adv[b].abs() > 1e-8]
@@ -204,12 +219,10 @@ def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: 
 
 
 def balanced_accuracy(scores: torch.Tensor, labels: torch.Tensor, threshold: float = 0.5) -> float | None:
-    """Mean of the true-positive and true-negative rates; None when a class is missing."""
-    pred = scores > threshold
-    pos, neg = labels == 1, labels == 0
-    if not pos.any() or not neg.any():
-        return None
-    return 0.5 * ((pred & pos).sum().item() / pos.sum().item() + (~pred & neg).sum().item() / neg.sum().item())
+    """eval's balanced_accuracy (accepted: score >= threshold) on tensors of scores and 1/0 labels."""
+    from tts_engine.eval.verifier_metrics import balanced_accuracy as balanced
+
+    return balanced(scores.detach().float().cpu().numpy(), labels.cpu().numpy() == 1, threshold)
 
 
 class RLVTrainer:
@@ -226,7 +239,7 @@ class RLVTrainer:
         self.step_count = 0
         if ckpt.has_state(self.out):
             self.step_count, _ = ckpt.load_state(self.out, self.optimizer, self.scheduler)
-        held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+        held_out = held_out_texts()
         self.stream = ProblemStream(config.seed, level_weights=config.level_weights, exclude=held_out)
         for _ in range(self.step_count * config.prompts_per_step):
             self.stream.next()
@@ -242,7 +255,7 @@ class RLVTrainer:
                                 seed=c.seed * 1_000_003 + self.step_count, stop=list(self.prompt_config.stop))
         samples = self.backend.generate(prompts, params)  # P lists of G
         self.model.train()
-        rewards = torch.tensor([[reward(s.text, p.answer) for s in row] for p, row in zip(problems, samples)])
+        rewards = torch.tensor([[solution_reward(p.answer, s.text) for s in row] for p, row in zip(problems, samples)])
         return prompts, samples, rewards
 
     def step(self) -> dict:

@@ -16,7 +16,7 @@ from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
 from .monitor import dev_pass_at_1
-from .task import ProblemStream, load_problems, bundled_problems_path
+from .task import ProblemStream, held_out_texts
 
 
 @dataclass
@@ -75,7 +75,7 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
     step, extra = ckpt.load_state(out, optimizer, scheduler) if ckpt.has_state(out) else (0, {})
-    held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+    held_out = held_out_texts()
     stream = ProblemStream(config.seed, level_weights=config.level_weights, exclude=held_out)
     for _ in range(step * config.batch_size):  # replay the stream to where the run stopped
         stream.next()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
@@ -39,9 +40,8 @@ from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
-from .grading import reward
-from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss
-from .task import ProblemStream, bundled_problems_path, load_problems
+from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
+from .task import ProblemStream, held_out_texts
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
 
@@ -175,7 +175,7 @@ class TangoTrainer:
         if resume:
             self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
             ckpt.load_state(self.ver.out, self.ver.optimizer, self.ver.scheduler)
-        held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+        held_out = held_out_texts()
         self.gen_stream = ProblemStream(c.seed, level_weights=c.level_weights, exclude=held_out)
         self.ver_stream = ProblemStream(c.seed + 1, level_weights=c.level_weights, exclude=held_out)
         done = tr.count_phases(c.total_steps, c.warmup_steps, c.ratio, upto=self.step_count)
@@ -195,7 +195,7 @@ class TangoTrainer:
                                 seed=c.seed * 1_000_003 + self.step_count, stop=list(self.gen.prompt_config.stop))
         samples = self.gen.backend.generate(prompts, params)
         self.gen.model.train()
-        outcomes = torch.tensor([[safe_reward(s.text, p.answer) for s in row] for p, row in zip(problems, samples)])
+        outcomes = torch.tensor([[solution_reward(p.answer, s.text) for s in row] for p, row in zip(problems, samples)])
         return prompts, samples, outcomes
 
     def verify_prompts(self, problems, prompts, samples) -> list[str]:
@@ -255,7 +255,7 @@ class TangoTrainer:
         if keep:
             prompt_ids = [self.gen.encode(prompts[rows[k][0]]) for k in keep]
             picked = [samples[rows[k][0]][rows[k][1]] for k in keep]
-            loss = tr.token_policy_loss(self.gen.model, prompt_ids, [s.token_ids for s in picked],
+            loss = token_policy_loss(self.gen.model, prompt_ids, [s.token_ids for s in picked],
                                         [s.logprobs for s in picked], [token_adv[k] for k in keep], c.clip_eps,
                                         self.gen.pad_id) * len(keep) / len(rows)
             self.gen.update(loss)
@@ -332,14 +332,6 @@ class TangoTrainer:
     def save(self) -> None:
         self.gen.save(self.step_count, self.config)
         self.ver.save(self.step_count, self.config)
-
-
-def safe_reward(text: str, reference: str) -> float:
-    """The rule-based reward; 0 for a sample the checker cannot handle (a bad sample never stops the run)."""
-    try:
-        return reward(text, reference)
-    except Exception:
-        return 0.0
 
 
 def weighted_sft_loss(role: Role, prompts: list[str], targets: list[str], weights: torch.Tensor) -> torch.Tensor:

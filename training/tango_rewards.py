@@ -131,21 +131,3 @@ def warm_start_target(num_steps: int, correct: bool, rng: random.Random) -> str:
         return render_verification([True] * num_steps, True)
     cut = rng.randrange(num_steps)
     return render_verification([k < cut for k in range(num_steps)], False)
-
-
-def token_policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]],
-                      old_logprobs: list[list[float]], token_adv: list[torch.Tensor], clip_eps: float,
-                      pad_id: int) -> torch.Tensor:
-    """Clipped policy-gradient loss with a per-token advantage: per-sequence token mean, then batch mean."""
-    from .batching import completion_logprobs, pad_pairs
-
-    ids, mask, comp = pad_pairs(prompt_ids, completion_ids, pad_id)  # (B, T)
-    new = completion_logprobs(model, ids, mask)  # (B, T)
-    old = torch.zeros_like(new)
-    adv = torch.zeros_like(new)
-    for b, (p, lps, a) in enumerate(zip(prompt_ids, old_logprobs, token_adv)):
-        old[b, len(p):len(p) + len(lps)] = torch.tensor(lps)
-        adv[b, len(p):len(p) + len(a)] = a
-    ratio = torch.exp((new - old) * comp)  # (B, T)
-    per_token = -torch.minimum(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv) * comp
-    return (per_token.sum(-1) / comp.sum(-1).clamp(min=1)).mean()

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import torch
 
+from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 
 from . import checkpoint as ckpt
 from .config import TrainConfig
-from .tango import safe_reward as reward
 from .rlv import verification_examples, verification_loss
 from .tango_rewards import balanced_pick
-from .task import ProblemStream, bundled_problems_path, load_problems
+from .task import ProblemStream, held_out_texts
 
 
 @dataclass
@@ -60,7 +60,7 @@ def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
     yes_id = tokenizer.convert_tokens_to_ids(prompt_config.yes_token)
     no_id = tokenizer.convert_tokens_to_ids(prompt_config.no_token)
-    held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
+    held_out = held_out_texts()
     stream = ProblemStream(config.seed, exclude=held_out)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
         params = SamplingParams(n=config.rollouts * config.pool, temperature=1.0,
                                 max_new_tokens=config.max_new_tokens, seed=config.seed * 1_000_003 + step)
         samples = gen_backend.generate(prompts, params)
-        flat = [(p, prompt, s.text, reward(s.text, p.answer)) for p, prompt, row in zip(problems, prompts, samples)
+        flat = [(p, prompt, s.text, solution_reward(p.answer, s.text)) for p, prompt, row in zip(problems, prompts, samples)
                 for s in row]
         pick = balanced_pick([r >= 0.5 for *_, r in flat], config.problems * config.rollouts,
                              random.Random(config.seed * 131 + step))

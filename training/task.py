@@ -135,26 +135,36 @@ class ProblemStream:
 
 
 def load_problems(path: str | Path) -> list[dict]:
-    """Records of a JSONL problem file."""
+    """Records of a JSONL problem file as dicts (kept for training modules that index records by field;
+    new code uses tts_engine.problems.load_problems)."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def first_per_level(records: list[dict], k: int) -> list[dict]:
-    """The first `k` records of each level, in file order (a fixed subset, chosen before any model is seen)."""
+def held_out_texts() -> set[str]:
+    """Problem texts of the bundled evaluation set, which training streams skip."""
+    from tts_engine.problems import load_problems as load
+
+    return {p.text for p in load(bundled_problems_path())}
+
+
+def first_per_level(problems: list, k: int) -> list:
+    """The first `k` problems of each level, in file order (a fixed subset, chosen before any model is seen).
+    Takes tts_engine.problems.Problem objects (level in .fields) or record dicts."""
     taken: dict = {}
     out = []
-    for r in records:
-        taken[r.get("level")] = taken.get(r.get("level"), 0) + 1
-        if taken[r.get("level")] <= k:
-            out.append(r)
+    for p in problems:
+        level = p.fields.get("level") if hasattr(p, "fields") else p.get("level")
+        taken[level] = taken.get(level, 0) + 1
+        if taken[level] <= k:
+            out.append(p)
     return out
 
 
 def bundled_problems_path() -> Path:
-    """The engine's default problem set, shipped inside the package."""
-    import tts_engine
+    """The engine's default problem set, shipped inside the package (tts_engine.models holds asset paths)."""
+    from tts_engine.models import DEFAULT_PROBLEMS
 
-    return Path(tts_engine.__file__).resolve().parent / "assets" / "problems" / "arith.jsonl"
+    return DEFAULT_PROBLEMS / "arith.jsonl"
 
 
 def write_problem_set(path: str | Path, seed: int = EVAL_SEED, per_level: int = EVAL_PER_LEVEL) -> Path:
