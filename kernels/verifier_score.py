@@ -17,7 +17,11 @@ from dataclasses import dataclass
 import torch
 
 from .dispatch import (
-    interpreter_enabled, load_triton, next_power_of_2, require_triton_mode, resolve_impl,
+    interpreter_enabled,
+    load_triton,
+    next_power_of_2,
+    require_triton_mode,
+    resolve_impl,
 )
 from .verifier_score_reference import verifier_score_reference
 

@@ -2,8 +2,17 @@
 
 import pytest
 
-from tts_engine.adaptive import (check_budgets, confidence_key, continue_samples, derive_seed, join_continuation,
-                                 parse_budgets, record_confidence, solve_adaptive_length, solve_adaptive_n)
+from tts_engine.adaptive import (
+    check_budgets,
+    confidence_key,
+    continue_samples,
+    derive_seed,
+    join_continuation,
+    parse_budgets,
+    record_confidence,
+    solve_adaptive_length,
+    solve_adaptive_n,
+)
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
 from tts_engine.params import SamplingParams

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tts_engine.eval.process_eval import (NO_ERROR, arith_first_error, first_error_metrics, load_processbench,
-                                          score_processbench, tagged_solution, weighted_vote_accuracy)
+from tts_engine.eval.process_eval import (
+    NO_ERROR,
+    arith_first_error,
+    first_error_metrics,
+    load_processbench,
+    score_processbench,
+    tagged_solution,
+    weighted_vote_accuracy,
+)
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.process import ProcessSampleScore
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tts_engine.steps import step_end_tokens
-from tts_engine.verifiers.process import parse_verification
 from tts_engine.training import tango_rewards as tr
+from tts_engine.verifiers.process import parse_verification
 
 
 def test_schedule_warmup_then_three_to_one():

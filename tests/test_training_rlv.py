@@ -8,8 +8,15 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt, build_verify_prompt
 from tts_engine.tiny import TinyModelConfig
 from tts_engine.training import checkpoint as ckpt
-from tts_engine.training.rlv import (RLVConfig, advantages, balanced_accuracy, policy_loss, train_rlv,
-                                     verification_examples, verification_loss)
+from tts_engine.training.rlv import (
+    RLVConfig,
+    advantages,
+    balanced_accuracy,
+    policy_loss,
+    train_rlv,
+    verification_examples,
+    verification_loss,
+)
 
 MICRO = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=256)
 

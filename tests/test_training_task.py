@@ -6,8 +6,15 @@ import pytest
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_key, solution_reward
 from tts_engine.training.grading import reward
-from tts_engine.training.task import (EVAL_PER_LEVEL, EVAL_SEED, LEVELS, ProblemStream, bundled_problems_path,
-                                      make_problem, make_problem_set)
+from tts_engine.training.task import (
+    EVAL_PER_LEVEL,
+    EVAL_SEED,
+    LEVELS,
+    ProblemStream,
+    bundled_problems_path,
+    make_problem,
+    make_problem_set,
+)
 
 
 def test_problem_set_is_deterministic_per_seed():

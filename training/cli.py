@@ -100,7 +100,8 @@ def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
     (tts solve + tts curve on the checkpoint, summarised in two tables)."""
     from tts_engine.problems import load_problems
 
-    from .evaluate import evaluate as run, save_report, to_markdown
+    from .evaluate import evaluate as run
+    from .evaluate import save_report, to_markdown
     from .task import bundled_problems_path, first_per_level
 
     problems = load_problems(problems_path or bundled_problems_path())

@@ -19,7 +19,6 @@ from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt, build_verify_prompt
-
 from tts_engine.settings import setting
 
 from . import checkpoint as ckpt

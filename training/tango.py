@@ -31,10 +31,9 @@ from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
+from tts_engine.settings import setting
 from tts_engine.steps import split_steps, step_end_tokens
 from tts_engine.verifiers.process import build_process_prompt, parse_verification
-
-from tts_engine.settings import setting
 
 from . import checkpoint as ckpt
 from . import tango_rewards as tr

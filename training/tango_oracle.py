@@ -10,13 +10,14 @@ is the first error. Run: tts train tango-step-labels --out-dir DIR --warmup-step
 from __future__ import annotations
 
 import random
+
 import torch
 
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.process import render_verification
 
 from . import tango_rewards as tr
-from .tango import TangoConfig, TangoTrainer, train_tango, weighted_sft_loss
+from .tango import TangoTrainer, weighted_sft_loss
 
 
 def reference_first_error(solution: str, reference: str) -> int:

@@ -28,9 +28,9 @@ from .aggregate import STRATEGIES
 from .backends.base import PromptTooLongError, Sample
 from .engine import ROWS_PER_CHUNK
 from .params import SamplingParams
-from .settings import setting
 from .problems import Problem
 from .results import ResultsWriter
+from .settings import setting
 
 log = logging.getLogger(__name__)
 
