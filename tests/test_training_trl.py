@@ -264,3 +264,33 @@ def test_hybrid_reward_asks_the_judge_where_the_rule_says_wrong():
         assert compute_score("s", "\\boxed{two}", "1/2", {"question": "q"}, **kwargs) == 0.0
     finally:
         server.close()
+
+
+def test_command_line_trains_and_saves_what_tts_solve_serves(tmp_path):
+    from tts_engine.tiny import save_tiny_checkpoint
+    from tts_engine.training.trl import main
+
+    model_dir = save_tiny_checkpoint(tmp_path / "model", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
+                                                                         intermediate_size=64))
+    PROMPT_CONFIG.save(model_dir)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
+    out = tmp_path / "out"
+    main(["--model", str(model_dir), "--problems", str(problems), "--output_dir", str(out), "--max_steps", "1",
+          "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+          "--use_cpu", "true", "--bf16", "false", "--report_to", "none", "--save_strategy", "no",
+          "--verify_weight", "0.5", "--disable_tqdm", "true"])
+    assert (out / "model.safetensors").is_file() and PromptConfig.load(out) == PROMPT_CONFIG
+    with pytest.raises(SystemExit, match="needs --judge_url"):
+        main(["--model", str(model_dir), "--problems", str(problems), "--output_dir", str(out), "--reward", "hybrid",
+              "--use_cpu", "true", "--bf16", "false"])
+
+
+def test_the_engine_never_imports_trl_or_verl():
+    import subprocess
+    import sys
+
+    code = ("import sys, tts_engine, tts_engine.cli, tts_engine.engine, tts_engine.training.cli; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trl', 'verl')); "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

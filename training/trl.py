@@ -198,3 +198,51 @@ class RLVGRPOTrainer(GRPOTrainer):
         super().save_model(output_dir, _internal_call)
         if self.accelerator.is_main_process:
             self.prompt_config.save(output_dir or self.args.output_dir)
+
+
+# --- command line: `accelerate launch -m tts_engine.training.trl --config RECIPE.yaml [--key value ...]` ------------
+@dataclass
+class RLVScriptArguments:
+    """What to train on and how rollouts are rewarded (the training settings are RLVGRPOConfig's)."""
+
+    model: str = field(default="", metadata={"help": "Local checkpoint or hub id of the policy (reasoner-verifier)."})
+    problems: str = field(default="", metadata={"help": "JSONL/JSON problem set with a problem text and an answer."})
+    reward: str = field(default="rule", metadata={"help": "rule, hybrid (TinyV: rule, then the judge) or judge."})
+    judge_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible server of the judge (hybrid)."})
+    judge_model: str | None = field(default=None, metadata={"help": "Model name of the judge on that server."})
+    async_reward: bool = field(default=False, metadata={"help": "Grade in a worker thread (TRL's async rewards)."})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train RL^V with TRL from a recipe (defaults, then the YAML file's fields, then `--key value` options)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import TrlParser
+
+    from tts_engine.problems import load_problems
+
+    from .reward_functions import answer_reward, async_answer_reward, openai_judge
+
+    script, args = TrlParser((RLVScriptArguments, RLVGRPOConfig)).parse_args_and_config(argv)
+    if not script.model or not script.problems:
+        raise SystemExit("--model and --problems are required (in the recipe or on the command line)")
+    tokenizer = AutoTokenizer.from_pretrained(script.model)
+    local = Path(script.model).is_dir()
+    prompt_config = PromptConfig.load(script.model if local else None)
+    problems = [{"problem": p.text, "answer": p.reference} for p in load_problems(script.problems)
+                if p.reference is not None]
+    if not problems:
+        raise SystemExit(f"{script.problems}: no problem has a reference answer (field 'answer' or 'ground_truth')")
+    if script.reward != "rule" and not (script.judge_url and script.judge_model):
+        raise SystemExit(f"--reward {script.reward} needs --judge_url and --judge_model")
+    judge = openai_judge(script.judge_url, script.judge_model) if script.reward != "rule" else None
+    reward = (async_answer_reward if script.async_reward else answer_reward)(script.reward, judge)
+    data = Dataset.from_list(rlv_dataset_rows(problems, tokenizer, prompt_config))
+    trainer = RLVGRPOTrainer(model=script.model, reward_funcs=reward, args=args, train_dataset=data,
+                             processing_class=tokenizer, prompt_config=prompt_config)
+    trainer.train()
+    trainer.save_model()
+
+
+if __name__ == "__main__":
+    main()
