@@ -443,9 +443,9 @@ def reference_rewrites(reference: str) -> list[str]:
 
 
 def reference_perturbations(reference: str, rng: random.Random) -> list[str]:
-    """Hard wrong answers: one integer off by one, the sign flipped."""
+    """Hard wrong answers: one integer off by one, the sign flipped (never the power of a unit)."""
     wrongs = []
-    ints = list(_INT.finditer(reference))
+    ints = [m for m in _INT.finditer(reference) if not reference[: m.start()].rstrip().endswith("}^")]
     if ints:
         m = rng.choice(ints)
         wrongs.append(reference[: m.start()] + str(int(m.group(0)) + 1) + reference[m.end():])

@@ -43,9 +43,11 @@ def test_grade_answers_in_input_order(pool):
 
 def test_hybrid_asks_judge_only_where_rule_fails(pool):
     judge = FakeJudge(accepts={("2", "two")})
-    verdicts = grade_answers(["2", "2", "2", "2"], ["2.0", "two", "three", None], grader="hybrid", judge=judge, pool=pool)
-    assert verdicts == [True, True, False, False]
-    assert judge.calls == [[("", "2", "two"), ("", "2", "three")]]  # one batched call, no empty answers
+    verdicts = grade_answers(["2", "2", "2", "2", "2"], ["2.0", "two", "three", None, "3"], grader="hybrid", judge=judge,
+                             pool=pool)
+    assert verdicts == [True, True, False, False, False]
+    # one batched call with the text answers; no empty answers, no number the rules read as different
+    assert judge.calls == [[("", "2", "two"), ("", "2", "three")]]
 
 
 def test_hybrid_keeps_rule_yes_when_judge_says_no(pool):
@@ -100,3 +102,50 @@ def test_hybrid_reward_function(pool):
     judge = FakeJudge(accepts={("7", "seven")})
     reward = make_reward_fn("hybrid", judge, pool=pool)
     assert reward.batch(["7", "7", "7"], ["\\boxed{7}", "seven", "eight"], ["q"] * 3) == [1.0, 1.0, 0.0]
+
+
+def test_trailing_variable_is_not_a_unit(pool):
+    """math-verify reads "\\frac{1}{4}t" at the end of an answer as 1/4 with the unit "t" dropped."""
+    from math_verify import parse
+
+    assert "t" not in str(parse("\\boxed{\\frac{5}{4}k - \\frac{1}{4}t}")[0])  # the quirk itself
+    assert is_equivalent("\\frac{5k-t}{4}", "\\frac{5}{4}k - \\frac{1}{4}t", pool=pool) is True
+    assert is_equivalent("\\frac{5k-t}{4}", "\\frac{5}{4}k - \\frac{1}{4}", pool=pool) is False
+    assert is_equivalent("5", "5 m", pool=pool) is True  # a lone number keeps its unit
+
+
+def test_general_forms_end_to_end(pool):
+    assert is_equivalent("(0, 4]", "\\{x \\mid 0 < x \\le 4\\}", pool=pool) is True
+    assert is_equivalent("(-\\infty, -1] \\cup \\{3\\}", "x \\le -1 \\text{ or } x = 3", pool=pool) is True
+    assert is_equivalent("(-\\infty, -1] \\cup \\{3\\}", "x \\le -1", pool=pool) is False  # a missing solution
+    assert is_equivalent("\\frac{\\pi}{4}", "45^\\circ", pool=pool) is True
+    assert is_equivalent("150^\\circ", "A = \\frac{5\\pi}{6}", question="Find angle A.", pool=pool) is True
+    assert is_equivalent("150", "\\frac{5\\pi}{6}", question="Find angle A.", pool=pool) is True
+    assert is_equivalent("150", "\\frac{5\\pi}{6}", question="Find x.", pool=pool) is False
+    assert is_equivalent("1.41", "\\sqrt{2}", pool=pool) is True
+    assert is_equivalent("1.42", "\\sqrt{2}", pool=pool) is False
+    assert is_equivalent("3x^2 - 6x + 5", "y - 2 = 3(x-1)^2", pool=pool) is True
+    assert is_equivalent("3x^2 - 6x + 5", "y - 2 = 3(x+1)^2", pool=pool) is False
+    assert is_equivalent("[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}], k \\in \\mathbb{Z}",
+                         "[n\\pi-\\frac{\\pi}{3}, n\\pi+\\frac{\\pi}{6}] (n \\in \\mathbb{Z})", pool=pool) is True
+
+
+def test_undecided_has_a_reason_and_false_means_read_and_different(pool):
+    from tts_engine.answers import grade_answers_report
+
+    report = grade_answers_report(["Alice", "3", "3", None, "Alice"], ["Alice wins the game", "\\frac{", "4", "3", "Bob"],
+                                  pool=pool)
+    assert report.verdicts == [None, None, False, None, False]
+    assert report.reasons == ["text", "unreadable", None, "no reference", None]
+    assert report.judged == 0
+
+
+def test_hybrid_sends_undecided_and_text_like_pairs_only_and_counts_them(pool):
+    from tts_engine.answers import grade_answers_report
+
+    judge = FakeJudge(accepts={("Alice", "Alice wins the game")})
+    report = grade_answers_report(["Alice", "2", "Alice", "1/2", "3"], ["Alice wins the game", "3", "Bob", "0.5", "\\frac{"],
+                                  grader="hybrid", judge=judge, pool=pool)
+    assert report.verdicts == [True, False, False, True, False]
+    assert judge.calls == [[("", "Alice", "Alice wins the game"), ("", "Alice", "Bob"), ("", "3", "\\frac{")]]
+    assert report.judged == 3

@@ -205,7 +205,7 @@ def test_uncheckable_answers_still_match_as_written():
     [("3", "4", False), ("1/2", "\\frac{2}{4}", True), ("-\\frac{3}{4}", "\\frac{-3}{4}", True), ("x = 3", "4", False),
      ("1, 2", "2, 1, 1", True), ("1, 2", "1, 3", False),
      ("1/2", "0.5", True), ("12", "12.0", True), ("2220", "326.5", False), ("5", "(2, 4)", False), ("[0, 1)", "1", False),
-     ("\\frac{1}{3}", "0.33", None),  # may be a rounding: math decides (rounded_decimal)
+     ("\\frac{1}{3}", "0.33", True), ("\\frac{1}{8}", "0.13", False),  # rounding: forms.rounded_equal
      ("3.14159265", "3.1415927", None),  # within math-verify's rounding
      ("1/0", "2", None), ("(1,2)", "(1,3)", None), ("0.5, 1", "1, 0.5", True), ("0.5, 1", "0.5, 2", None)],
 )

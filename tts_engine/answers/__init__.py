@@ -6,7 +6,7 @@ processes (pool.py), where every check runs with a deadline.
 
 from .classes import AnswerClasses, group_answers, group_answers_batch
 from .extract import extract_answer
-from .grading import GRADERS, Judge, grade_answers, is_equivalent
+from .grading import GRADERS, Grade, GradingReport, Judge, grade_answers, grade_answers_report, is_equivalent
 from .judge import TINYV_PROMPT, LLMJudge, parse_verdict
 from .normalize import MAX_ANSWER_CHARS, canonical_key, normalize_answer
 from .pool import DEFAULT_TIMEOUT, CheckPool, default_pool, set_default_pool
@@ -17,6 +17,8 @@ __all__ = [
     "CheckPool",
     "DEFAULT_TIMEOUT",
     "GRADERS",
+    "Grade",
+    "GradingReport",
     "Judge",
     "LLMJudge",
     "MAX_ANSWER_CHARS",
@@ -26,6 +28,7 @@ __all__ = [
     "default_pool",
     "extract_answer",
     "grade_answers",
+    "grade_answers_report",
     "group_answers",
     "group_answers_batch",
     "is_equivalent",

@@ -18,15 +18,22 @@ from .normalize import MAX_ANSWER_CHARS, key_of_normalized, normalize_answer
 MATH, TEXT, CHOICE, EMPTY, UNCHECKABLE = "math", "text", "choice", "empty", "uncheckable"
 
 _SIMPLE_VARIABLE = r"(?:[A-Za-z]|\\[a-zA-Z]+)(?:_(?:\{[^{}=]*\}|\w))?'*"
+_TUPLE_NAME = r"(?:" + _SIMPLE_VARIABLE + r"(?:\(\s*[A-Za-z]\s*\))?)"
 _KEY = re.compile(
     r"(?:" + _SIMPLE_VARIABLE + r"|[A-Za-z]{2,}\d*|[A-Za-z]\(\d+\)"  # x, x_1, \alpha, Minimum, T(10)
-    r"|\(\s*" + _SIMPLE_VARIABLE + r"(?:\s*,\s*" + _SIMPLE_VARIABLE + r")+\s*\))"  # (x, y, z)
+    r"|\(\s*" + _TUPLE_NAME + r"(?:\s*,\s*" + _TUPLE_NAME + r")+\s*\))"  # (x, y, z), (f(n), g(n))
 )
 _TEXT = re.compile(r"[A-Za-z][A-Za-z'\- ]*")
 _INTEGER_OR_RATIO = re.compile(r"(-?)(\d{1,50})(?:/(\d{1,50}))?")
 _DECIMAL = re.compile(r"-?\d{0,50}\.\d{1,50}")
 _FRAC_LITERAL = re.compile(r"(-?)\\frac\{(-?)(\d{1,50})\}\{(\d{1,50})\}")
 _WORD = re.compile(r"[A-Za-z]{3,}")
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}(?![A-Za-z])")
+_MATH_WORDS = frozenset({"sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "max", "min", "gcd", "lcm", "det",
+                         "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "mod", "infty"})
+_DEGREE_MARK = re.compile(r"\\circ(?![a-zA-Z])|°|\\degree(?![a-zA-Z])|\bdegrees?\b")
+_FUNCTION_VALUE = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\(\s*[A-Za-z]\s*\)\s*=(?!=)(.+)", re.DOTALL)
+_FUNCTION_NAME = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\(\s*[A-Za-z]\s*\)")
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,17 @@ class AnswerForm:
     """Per top-level item, the name assigned to ("x" in "x=3"), or None."""
     values: tuple[str, ...]
     """Per top-level item, the value (the right side when the item is keyed)."""
+    degrees: bool = False
+    """The answer as written carries a degree mark (45^\\circ, 45°, 45 degrees): an angle in degrees."""
+
+    @property
+    def prose(self) -> bool:
+        """Words of a sentence around or instead of the math ("Alice wins", "the 7 week"): the rules
+        cannot read it, so a difference is undecided, not wrong."""
+        if self.kind == TEXT:
+            return len(self.normalized.split()) > 1
+        words = [w for w in _PROSE_WORD.findall(self.normalized) if w.lower() not in _MATH_WORDS]
+        return len(words) >= 1 and self.kind == MATH
 
     @property
     def keyed(self) -> bool:
@@ -69,7 +87,9 @@ def _short_answer_form(answer: str) -> AnswerForm:
     normalized = normalize_answer(answer)
     key = key_of_normalized(normalized)
     keys, values = _split_keys(normalized)
-    return AnswerForm(normalized, key, _kind(normalized), keys, values)
+    if len(values) > len(split_top_level(normalized)) and not any(keys):  # (f(n), g(n)) = (n, 1)
+        key = ",".join(sorted(values))
+    return AnswerForm(normalized, key, _kind(normalized), keys, values, _DEGREE_MARK.search(answer) is not None)
 
 
 def _kind(normalized: str) -> str:
@@ -114,7 +134,7 @@ def _expand_tuple_key(key: str, value: str) -> list[tuple[str | None, str]] | No
     parts = split_top_level(value[1:-1])
     if len(parts) != len(names):
         return None
-    return list(zip(names, parts))
+    return [(None, f"{name}={part}") if _FUNCTION_NAME.fullmatch(name) else (name, part) for name, part in zip(names, parts)]
 
 
 def text_key(form: AnswerForm) -> str:
@@ -126,14 +146,38 @@ def comparison_pair(reference: AnswerForm, answer: AnswerForm) -> tuple[str, str
     """The two strings math-verify should compare, after the key rules.
 
     Both keyed with the same keys: compare as written (math-verify pairs the equations by key).
-    One side keyed, the other not: drop the keys ("x=3" vs "3"; "a=2, h=-1" vs "2, -1").
+    One side keyed, the other not: drop the keys ("x=3" vs "3"; "a=2, h=-1" vs "2, -1"); against one
+    tuple of as many entries, the keyed values in their written order ("P=1, Q=2" vs "(1, 2)").
+    A function definition against a bare expression: its right side ("f(x)=2x+1" vs "2x+1").
     Otherwise as written.
     """
     if reference.keyed and answer.keyed:
         return reference.key, answer.key
     if reference.keyed or answer.keyed:
+        keyed, other = (reference, answer) if reference.keyed else (answer, reference)
+        tupled = _as_tuple(keyed, other)
+        if tupled is not None:
+            return (tupled, other.key) if keyed is reference else (other.key, tupled)
         return reference.unkeyed(), answer.unkeyed()
-    return reference.key, answer.key
+    left, right = _function_value(reference, answer), _function_value(answer, reference)
+    return left, right
+
+
+def _as_tuple(keyed: AnswerForm, other: AnswerForm) -> str | None:
+    """The keyed values as one tuple when the other side is one tuple with as many entries."""
+    if len(keyed.values) < 2 or None in keyed.keys or len(other.values) != 1 or not _is_bracketed_tuple(other.key):
+        return None
+    if len(split_top_level(other.key[1:-1])) != len(keyed.values):
+        return None
+    return other.key[0] + ",".join(keyed.values) + other.key[-1]
+
+
+def _function_value(form: AnswerForm, other: AnswerForm) -> str:
+    """"f(x)=E" -> "E" when the other side is one item with no "=" at top level; else the key."""
+    if len(form.values) != 1 or len(other.values) != 1 or "=" in other.key:
+        return form.key
+    match = _FUNCTION_VALUE.fullmatch(form.key)
+    return match.group(1).strip() if match else form.key
 
 
 def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
@@ -152,9 +196,11 @@ def quick_verdict(reference: AnswerForm, answer: AnswerForm) -> bool | None:
         return None
     kinds = {reference.kind, answer.kind}
     if kinds == {TEXT}:
-        return text_key(reference) == text_key(answer)
+        if text_key(reference) == text_key(answer):
+            return True
+        return None if reference.prose or answer.prose else False
     if kinds & {TEXT, CHOICE}:
-        return False
+        return None if reference.prose or answer.prose else False
     left, right = comparison_pair(reference, answer)
     if left == right:
         return True
@@ -183,13 +229,19 @@ def rational_value(item: str) -> Fraction | None:
 def literal_verdict(left: str, right: str) -> bool | None:
     """Number literals and lists of them, decided exactly where math-verify would agree; else None.
 
-    Lists compare as sets (math-verify's reading of a list). Equal values are equal. Different
-    values are different when only integers and fractions are involved; with a decimal, only when
-    they differ by more than math-verify's rounding (1e-6) and the decimal cannot be a rounding of
-    the other value (a fraction with no finite decimal form: rounded_decimal in mathcheck). A single
-    number never equals a pair or interval "(a, b)".
+    `left` is the reference. Lists compare as sets (math-verify's reading of a list). A single number
+    against a single number is decided here, with rounding (rounded_equal): a decimal reference
+    equals any value that rounds to it as written ("12.33" = "\\frac{37}{3}"), and a decimal answer
+    with 2 or more digits equals a reference with no finite decimal form that rounds to it ("0.33"
+    for "\\frac{1}{3}", never "0.13" for "\\frac{1}{8}"). A percentage also reads as its number
+    ("50\\%" = "0.5" = "50"). A single number never equals a pair or interval "(a, b)".
     """
     left_items, right_items = split_top_level(left), split_top_level(right)
+    if len(left_items) == len(right_items) == 1:
+        left_readings, right_readings = _readings(left), _readings(right)
+        if left_readings and right_readings:
+            verdicts = {rounded_equal(a, b) for a in left_readings for b in right_readings}
+            return True if True in verdicts else None if None in verdicts else False
     left_values = [rational_value(item) for item in left_items]
     right_values = [rational_value(item) for item in right_items]
     if None in left_values or None in right_values:
@@ -198,11 +250,41 @@ def literal_verdict(left: str, right: str) -> bool | None:
         return True
     if "." not in left + right:
         return False
-    if len(left_values) == len(right_values) == 1:
-        a, b = left_values[0], right_values[0]
-        if abs(a - b) > Fraction(1, 10**6) and _finite_decimal(a) and _finite_decimal(b):
-            return False
     return None
+
+
+_PERCENT_ITEM = re.compile(r"(.+?)\\%")
+
+
+def _readings(item: str) -> list[tuple[Fraction, int | None]]:
+    """(value, decimal places as written or None when exact) of a number literal; a percentage
+    gives its fraction and its number. Empty when the item is not a number literal."""
+    percent = _PERCENT_ITEM.fullmatch(item)
+    inner = percent.group(1) if percent else item
+    value = rational_value(inner)
+    if value is None:
+        return []
+    digits = len(inner.split(".")[1]) if _DECIMAL.fullmatch(inner) else None
+    if not percent:
+        return [(value, digits)]
+    return [(value / 100, None if digits is None else digits + 2), (value, digits)]
+
+
+def rounded_equal(reference: tuple[Fraction, int | None], answer: tuple[Fraction, int | None]) -> bool | None:
+    """Equal values, or one value rounded to a decimal as written (never looser than half a unit in
+    its last place). A decimal reference accepts any more precise value; a decimal answer (2+ digits)
+    stands for a reference only when the reference has no finite decimal form. A decimal answer less
+    precise than a decimal reference within math-verify's rounding (1e-6) is left to math (None)."""
+    (ref_value, ref_digits), (ans_value, ans_digits) = reference, answer
+    if ref_value == ans_value:
+        return True
+    if ref_digits is not None and (ans_digits is None or ans_digits > ref_digits):
+        return abs(ans_value - ref_value) <= Fraction(1, 2 * 10**ref_digits)
+    if ans_digits is not None and ans_digits >= 2 and ref_digits is None and not _finite_decimal(ref_value):
+        return abs(ans_value - ref_value) <= Fraction(1, 2 * 10**ans_digits)
+    if ref_digits is not None and ans_digits is not None and abs(ans_value - ref_value) <= Fraction(1, 10**6):
+        return None
+    return False
 
 
 def _finite_decimal(value: Fraction) -> bool:
@@ -224,3 +306,43 @@ def _shape_verdict(left_values, right_items, right_values, left_items) -> bool |
 def _is_bracketed_tuple(item: str) -> bool:
     return (item[:1] in "([" and item[-1:] in ")]" and len(item) > 2
             and len(split_top_level(item[1:-1])) > 1 and item[1:-1].count("(") == item[1:-1].count(")"))
+
+
+_ANGLE_QUESTION = re.compile(
+    r"\bangles?\b|\\angle|∠|\bdegrees?\b|\bradians?\b|\binclination\b|\btriangle\b|\\triangle|\\theta|\\alpha"
+    r"|\\beta|\\gamma|\\varphi|\\phi|\bargument\b|\barg\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_angle(question: str | None) -> bool:
+    """Does the question talk about an angle (so that a bare number in the reference may be degrees)?"""
+    return isinstance(question, str) and _ANGLE_QUESTION.search(question[:4000]) is not None
+
+
+def angle_forms(reference: AnswerForm, answer: AnswerForm, angle_question: bool) -> tuple[AnswerForm, AnswerForm]:
+    """Degrees against radians: the degree side rewritten in radians ("45^\\circ" vs "\\frac{\\pi}{4}").
+
+    A side is in degrees when it carries a degree mark, or, when the question asks for an angle, when it
+    is a plain number and the other side is a multiple of pi. Otherwise the forms come back unchanged
+    ("45" vs "\\frac{\\pi}{4}" for "find x" stays two different numbers).
+    """
+    for degree_side, radian_side in ((reference, answer), (answer, reference)):
+        if ("\\pi" in radian_side.normalized and "\\pi" not in degree_side.normalized and not radian_side.degrees
+                and (degree_side.degrees or angle_question)):
+            converted = _in_radians(degree_side)
+            if converted is not None:
+                return (converted, radian_side) if degree_side is reference else (radian_side, converted)
+    return reference, answer
+
+
+def _in_radians(form: AnswerForm) -> AnswerForm | None:
+    items = []
+    for value in form.values:
+        degrees = rational_value(value)
+        if degrees is None:
+            return None
+        ratio = degrees / 180
+        sign = "-" if ratio < 0 else ""
+        items.append(f"{sign}\\frac{{{abs(ratio.numerator)}\\pi}}{{{ratio.denominator}}}")
+    return answer_form(",".join(items))

@@ -35,13 +35,35 @@ def parse_answer(latex: str) -> list | None:
     if latex in _parse_cache:
         _parse_cache.move_to_end(latex)
         return _parse_cache[latex]
-    parsed = parse("\\boxed{" + latex + "}", extraction_config=_EXTRACTION, parsing_timeout=None)
+    parsed = parse("\\boxed{" + protect_trailing_letters(latex) + "}", extraction_config=_EXTRACTION,
+                   parsing_timeout=None)
     if not any(not isinstance(item, str) for item in parsed):
         parsed = None
     _parse_cache[latex] = parsed
     if len(_parse_cache) > _PARSE_CACHE_SIZE:
         _parse_cache.popitem(last=False)
     return parsed
+
+
+_TRAILING_LETTERS = re.compile(r"(?<=[\d}\s])\s*([A-Za-z]{1,2})\s*$")
+_OTHER_VARIABLE = re.compile(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])")
+
+
+def protect_trailing_letters(latex: str) -> str:
+    """Braces around a trailing variable that math-verify would drop as a unit.
+
+    math-verify removes a unit word at the end of an answer after a digit or "}" ("5 m", "3 h"), so
+    "\\frac{5}{4}k - \\frac{1}{4}t" parses as 5k/4 - 1/4. In an expression (the text before it holds
+    another variable or a + or - after its first character), the letters are variables: "{t}" keeps them.
+    A lone "5 m" stays a number with a unit.
+    """
+    match = _TRAILING_LETTERS.search(latex)
+    if match is None:
+        return latex
+    head = latex[: match.start()]
+    if not (_OTHER_VARIABLE.search(head) or re.search(r"[+\-]", head[1:])):
+        return latex
+    return head + "{" + match.group(1) + "}"
 
 
 def check(gold: str, pred: str, symmetric: bool = False) -> bool | None:
@@ -53,15 +75,17 @@ def check(gold: str, pred: str, symmetric: bool = False) -> bool | None:
     gold_parsed, pred_parsed = parse_answer(gold), parse_answer(pred)
     if gold_parsed is None or pred_parsed is None:
         return None
-    if _equivalent(gold_parsed, pred_parsed, pred):
+    if _equivalent(gold_parsed, pred_parsed, pred, gold):
         return True
     return symmetric and rounded_decimal(pred_parsed[0], gold_parsed[0], gold)
 
 
-def _equivalent(gold: list, pred: list, pred_text: str) -> bool:
+def _equivalent(gold: list, pred: list, pred_text: str, gold_text: str = "") -> bool:
     if verify(gold, pred, timeout_seconds=None):
         return True
-    return any(rule(gold[0], pred[0], pred_text) for rule in STRUCTURAL_RULES)
+    if any(rule(gold[0], pred[0], pred_text) for rule in STRUCTURAL_RULES):
+        return True
+    return rounded_reference(gold[0], pred[0], gold_text) or solved_equation(gold[0], pred[0])
 
 
 def _same(a, b) -> bool:
@@ -112,6 +136,64 @@ def rounded_decimal(gold, pred, pred_text: str) -> bool:
         return bool(abs(exact - sympy.Float(pred_text, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits)
     except Exception:  # not a number after all
         return False
+
+
+_DECIMAL_OR_PERCENT = re.compile(r"-?\d*\.(\d+)(\\%)?")
+
+
+def rounded_reference(gold, pred, gold_text: str) -> bool:
+    """A decimal reference "1.41" (or "14.29\\%") equals an exact answer that rounds to it as written
+    ("\\sqrt{2}"): the reference says to how many places it was rounded. (Rational answers are settled
+    before any check, by forms.rounded_equal.)"""
+    match = _DECIMAL_OR_PERCENT.fullmatch(gold_text)
+    if match is None or not isinstance(pred, sympy.Expr) or not isinstance(gold, sympy.Expr) or pred.free_symbols:
+        return False
+    digits = len(match.group(1)) + (2 if match.group(2) else 0)
+    try:
+        exact = sympy.N(pred, 30)
+        if not exact.is_real:
+            return False
+        return bool(abs(exact - sympy.N(gold, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits)
+    except Exception:  # not a number after all
+        return False
+
+
+def solved_equation(gold, pred) -> bool:
+    """"y - 2 = 3(x-1)^2" equals "3x^2 - 6x + 5" and "y = 3x^2 - 6x + 5": an equation with one unknown
+    that the other side does not use (or both equations in the same unknown), solved for it, when
+    the solution is unique. A function definition "f(x) = E" is its right side."""
+    for equation, other in ((gold, pred), (pred, gold)):
+        if not isinstance(equation, sympy.Eq):
+            continue
+        solved = _solve_unique(equation, other)
+        if solved is None:
+            continue
+        unknown, value = solved
+        if isinstance(other, sympy.Eq):
+            other_solved = _solve_unique(other, equation, unknown)
+            if other_solved is not None and _same(value, other_solved[1]):
+                return True
+        elif isinstance(other, sympy.Expr) and _same(value, other):
+            return True
+    return False
+
+
+def _solve_unique(equation, other, unknown=None):
+    """(unknown, its value) for an equation in one unknown not used by `other`, or None."""
+    if isinstance(equation.lhs, AppliedUndef):
+        return equation.lhs, equation.rhs
+    symbols = _free_symbols(equation)
+    other_symbols = _free_symbols(other) if not isinstance(other, sympy.Eq) else set()
+    candidates = [unknown] if unknown is not None else sorted(symbols - other_symbols, key=str)
+    if len(candidates) != 1 or candidates[0] not in symbols:
+        return None
+    try:
+        solutions = sympy.solve(equation, candidates[0], dict=False)
+    except Exception:  # sympy cannot solve it: not this rule's case
+        return None
+    if len(solutions) != 1:
+        return None
+    return candidates[0], solutions[0]
 
 
 def _has_finite_decimal(value) -> bool:

@@ -12,7 +12,9 @@ order of unordered lists and is what answers are bucketed by.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
+from .sets import conditions_to_sets
 from .latex import encloses_whole, matching_brace, rewrite_command_args, split_top_level, top_level_depths
 
 MAX_ANSWER_CHARS = 1000
@@ -23,6 +25,89 @@ real final answers are far shorter (the longest reference in MATH500 has 60 char
 TEXT_COMMANDS = ("text", "textrm", "textbf", "textit", "textnormal", "textsf", "texttt", "mbox", "mathrm", "mathit",
                  "mathbf", "mathsf", "operatorname", "textup")
 WORD_TEXT_COMMANDS = ("text", "textrm", "textbf", "textit", "textnormal", "textsf", "texttt", "mbox", "textup")
+
+
+# 0. Characters: unicode symbols, HTML superscripts, doubled backslashes, brace-less arguments --------
+
+_SUPERSCRIPT_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_SUPERSCRIPT_RUN = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
+_SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+_SUBSCRIPT_RUN = re.compile(r"[₀₁₂₃₄₅₆₇₈₉]+")
+_HTML_SCRIPT = re.compile(r"<(sup|sub)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
+_UNICODE_SYMBOLS = {
+    "∈": r"\in ", "∉": r"\notin ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", "∓": r"\mp ", "∀": r"\forall ",
+    "ℝ": r"\mathbb{R}", "ℤ": r"\mathbb{Z}", "ℕ": r"\mathbb{N}", "ℚ": r"\mathbb{Q}", "ℂ": r"\mathbb{C}",
+    "α": r"\alpha ", "β": r"\beta ", "γ": r"\gamma ", "θ": r"\theta ", "φ": r"\varphi ", "λ": r"\lambda ",
+    "μ": r"\mu ", "σ": r"\sigma ", "ω": r"\omega ", "Δ": r"\Delta ", "′": "'", "″": "''", "⩽": r"\leq ",
+    "⩾": r"\geq ", "÷": r"\div ", "∣": "|", "：": ":", "　": " ",
+}
+_UNICODE_SYMBOL = re.compile("|".join(map(re.escape, _UNICODE_SYMBOLS)))
+
+
+def unicode_symbols(answer: str) -> str:
+    """Unicode and HTML spellings of LaTeX: full-width "＞", "x²", "x<sup>2</sup>", "∈", "ℤ", "θ" ->
+    ">", "x^{2}", "x^{2}", "\\in", "\\mathbb{Z}", "\\theta".
+
+    Full-width forms (U+FF01-FF5E) are the ASCII characters in another width; a superscript run is a
+    power (not a digit: NFKC would turn "x²" into "x2").
+    """
+    answer = _HTML_SCRIPT.sub(lambda m: ("^{" if m.group(1).lower() == "sup" else "_{") + m.group(2) + "}", answer)
+    answer = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPT_DIGITS) + "}", answer)
+    answer = _SUBSCRIPT_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUBSCRIPT_DIGITS) + "}", answer)
+    answer = "".join(chr(ord(ch) - 0xFEE0) if "\uff01" <= ch <= "\uff5e" else ch for ch in answer)
+    return _UNICODE_SYMBOL.sub(lambda m: _UNICODE_SYMBOLS[m.group(0)], answer)
+
+
+_DOUBLED_BACKSLASH = re.compile(r"\\\\(?=[a-zA-Z{}()\[\]$%])")
+
+
+def single_backslashes(answer: str) -> str:
+    """Doubled backslashes from escaped strings: "\\\\frac{1}{2}" -> "\\frac{1}{2}" (not in a matrix or
+    an aligned block, where "\\\\" ends a row)."""
+    if "\\begin" in answer or not _DOUBLED_BACKSLASH.search(answer):
+        return answer
+    return _DOUBLED_BACKSLASH.sub(r"\\", answer)
+
+
+_BRACELESS = re.compile(r"\\([dt]?frac|[dt]?binom|sqrt)(?![a-zA-Z])")
+_TOKEN = re.compile(r"\s*(\\[a-zA-Z]+|[^\s{}\\])")
+
+
+def braced_arguments(answer: str) -> str:
+    """TeX's one-token arguments: "\\frac34", "\\frac{x+1}y", "\\frac 3 4", "\\sqrt2" -> "\\frac{3}{4}",
+    "\\frac{x+1}{y}", "\\frac{3}{4}", "\\sqrt{2}" (an argument without braces is one character or one
+    command, as TeX reads it)."""
+    if "\\" not in answer:
+        return answer
+    out: list[str] = []
+    pos = 0
+    for match in _BRACELESS.finditer(answer):
+        if match.start() < pos:
+            continue
+        out.append(answer[pos : match.end()])
+        pos = match.end()
+        arguments = 1 if match.group(1) == "sqrt" else 2
+        if match.group(1) == "sqrt":
+            optional = re.match(r"\s*\[[^\[\]]*\]", answer[pos:])  # \sqrt[3]{x}
+            if optional:
+                out.append(optional.group(0))
+                pos += optional.end()
+        for _ in range(arguments):
+            stripped = len(answer[pos:]) - len(answer[pos:].lstrip())
+            if answer[pos + stripped : pos + stripped + 1] == "{":
+                close = matching_brace(answer, pos + stripped)
+                if close < 0:
+                    break
+                out.append(answer[pos : close + 1])
+                pos = close + 1
+                continue
+            token = _TOKEN.match(answer, pos)
+            if token is None:
+                break
+            out.append("{" + token.group(1) + "}")
+            pos = token.end()
+    out.append(answer[pos:])
+    return "".join(out)
 
 
 # 1. Delimiters and wrappers -------------------------------------------------------------------
@@ -97,6 +182,17 @@ def unify_commands(answer: str) -> str:
     return answer
 
 
+_TEXT_FUNCTION = re.compile(
+    r"\\(?:text|textrm|mathrm|operatorname|textit|mbox)\s*\{\s*"
+    r"(sin|cos|tan|cot|sec|csc|log|ln|exp|lg|arcsin|arccos|arctan|sinh|cosh|tanh|max|min|gcd|lcm|det)\s*\}"
+)
+
+
+def text_functions(answer: str) -> str:
+    """Function names written as text: "\\text{cos}x", "\\mathrm{ln}(2)" -> "\\cos x", "\\ln(2)"."""
+    return _TEXT_FUNCTION.sub(lambda m: "\\" + m.group(1) + " ", answer)
+
+
 # 4. Multiple-choice letters -------------------------------------------------------------------
 
 _CHOICE = re.compile(
@@ -130,12 +226,46 @@ def choice_letter(answer: str) -> str:
 _ORDINAL = re.compile(
     r"(\d)\s*(?:\^\s*\{?\s*(?:\\(?:text|mathrm|textrm)\s*\{\s*)?(?:st|nd|rd|th)\s*\}?\s*\}?|(?:st|nd|rd|th)\b)"
 )
-_DEGREES = re.compile(r"(?:\{\})?\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])")
+_DEGREES = re.compile(r"(?:\{\})?\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])|(?<=[\d}])\s*\\text\{\s*degrees?\s*\}")
 
 
 def strip_ordinal(answer: str) -> str:
     """Ordinal suffixes: "12th", "12^{\\mathrm{th}}", "3^{rd}" -> the number."""
     return _ORDINAL.sub(r"\1", answer)
+
+
+_DEGREE_MARK = r"(?:\{\})?\^\s*\{?\s*\\circ\s*\}?|°|\\degree(?![a-zA-Z])"
+_DEGREE_MINUTES = re.compile(
+    r"(\d+)\s*(?:" + _DEGREE_MARK + r")\s*(\d+(?:\.\d+)?)\s*(?:'|\^\s*\{?\s*\\prime\s*\}?)(?!')"
+    r"(?:\s*(\d+(?:\.\d+)?)\s*(?:''|\"|\^\s*\{?\s*\\prime\\prime\s*\}?))?"
+)
+
+
+def degree_minutes(answer: str) -> str:
+    """Degrees, minutes and seconds: "35^\\circ 20'" -> "\\frac{106}{3}^\\circ" (exact degrees, the mark kept)."""
+    def rewrite(match: re.Match) -> str:
+        degrees = Fraction(match.group(1)) + Fraction(match.group(2)) / 60 + Fraction(match.group(3) or 0) / 3600
+        text = str(degrees.numerator) if degrees.denominator == 1 else f"\\frac{{{degrees.numerator}}}{{{degrees.denominator}}}"
+        return text + "^\\circ"
+
+    return _DEGREE_MINUTES.sub(rewrite, answer)
+
+
+_MIXED_NUMBER = re.compile(
+    r"(?:(?<=^)|(?<=[=,(\[\s]))(-?)(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}(?=\s*$|\s*[,)\]^]|\s*\\%|\s*\\text|\s*°)"
+)
+
+
+def mixed_numbers(answer: str) -> str:
+    """Mixed numbers: "3\\frac{1}{8}" -> "\\frac{25}{8}", "-2\\frac{1}{3}" -> "-\\frac{7}{3}" (a whole number
+    written against a proper fraction is their sum, as in print; "2\\frac{3}{2}" is left alone)."""
+    def rewrite(match: re.Match) -> str:
+        sign, whole, numerator, denominator = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+        if not 0 < numerator < denominator:
+            return match.group(0)
+        return f"{sign}\\frac{{{whole * denominator + numerator}}}{{{denominator}}}"
+
+    return _MIXED_NUMBER.sub(rewrite, answer)
 
 
 def strip_degrees(answer: str) -> str:
@@ -161,7 +291,8 @@ def percent_sign(answer: str) -> str:
 
 _QUALIFIER = re.compile(
     r"(?:\\(?:text|mbox|textrm|textnormal)\s*\{\s*|\s)"
-    r"(?:for\s+(?:all|every|any|each|some)|for|where|when|whenever|if|with|such\s+that|provided|in\s+which)\b",
+    r"(?:for\s+(?:all|every|any|each|some)|for|where|when|whenever|if|with|such\s+that|provided|in\s+which)\b"
+    r"|\s*\\forall(?![a-zA-Z])",
     re.IGNORECASE,
 )
 
@@ -265,6 +396,28 @@ def labels_to_keys(answer: str) -> str:
     return ", ".join(_LABEL.sub(lambda m: re.sub(r"\s+", "", m.group(1)) + "=", item) for item in items)
 
 
+_PARAMETER_DOMAIN = re.compile(
+    r"\s*\(?\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*\\in\s*\\mathbb\s*\{?\s*[ZN]\s*\}?(?:\s*\^\s*\{?\s*[+*]\s*\}?)?\s*\)?\s*$"
+)
+
+
+def drop_parameter_domains(answer: str) -> str:
+    """The declaration of an integer parameter: "[k\\pi, k\\pi + 1], k \\in \\mathbb{Z}" and
+    "x = 2n\\pi \\ (n \\in \\mathbb{Z})" -> the family alone (the parameter is a bound name).
+
+    Only a domain of integers after a value: "x \\in \\mathbb{Z}" alone is the answer and stays.
+    """
+    items = split_top_level(answer)
+    kept = []
+    for item in items:
+        stripped = _PARAMETER_DOMAIN.sub("", item) if len(items) == 1 or kept else item
+        if stripped.strip() and not (kept and _PARAMETER_DOMAIN.fullmatch(item)):
+            kept.append(stripped.strip() if _PARAMETER_DOMAIN.search(item) and stripped.strip() else item)
+        elif not kept:
+            kept.append(item)
+    return ", ".join(kept)
+
+
 def strip_membership(answer: str) -> str:
     """"x \\in [-2, 7]" -> "[-2, 7]": the variable named before \\in is not part of the answer."""
     return ", ".join(_MEMBERSHIP.sub("", item) for item in split_top_level(answer))
@@ -316,15 +469,23 @@ def collapse_whitespace(answer: str) -> str:
 
 
 RULES = (
+    single_backslashes,
+    unicode_symbols,
     strip_delimiters,
     vectors_to_tuples,
     join_thousands,
     unify_commands,
+    braced_arguments,
+    text_functions,
     choice_letter,
     strip_ordinal,
+    degree_minutes,
+    mixed_numbers,
     strip_degrees,
     percent_sign,
     drop_qualifiers,
+    drop_parameter_domains,
+    conditions_to_sets,
     connectives_to_commas,
     text_blocks,
     plain_units,
