@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# GPU check of the vllm backend on a CUDA machine that has torch: installs vLLM if it is missing (nothing
-# else), installs this project without dependencies, then runs scripts/gpu_check.py.
+# Check of the vllm backend on a CUDA machine that has torch and network: installs vLLM if it is missing
+# (nothing else), installs this project without dependencies, then runs scripts/vllm_check.py. A vLLM wheel
+# is far larger than what travels to the lent GPU machine, which has no network: there, run
+# scripts/device_check.sh (docs/gpu.md) instead.
 #
-#   bash scripts/gpu_check.sh [CHECKPOINT_DIR] [gpu_check.py options]
+#   bash scripts/vllm_check.sh [CHECKPOINT_DIR] [vllm_check.py options]
 #
 # CHECKPOINT_DIR defaults to the embedded default model (tts_engine/assets/default_model). It prints the
 # largest |vllm - hf| of the verifier's log-probs and scores (fails above --tolerance) and the generated
@@ -22,4 +24,4 @@ if [[ $# -gt 0 && "$1" != -* ]]; then
     args+=(--model "$1")
     shift
 fi
-exec python scripts/gpu_check.py ${args[@]+"${args[@]}"} "$@"
+exec python scripts/vllm_check.py ${args[@]+"${args[@]}"} "$@"

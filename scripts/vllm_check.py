@@ -1,6 +1,6 @@
-"""GPU check of the vllm backend: verifier scores against the hf backend, and throughput beside raw vLLM.
+"""Check of the vllm backend on a GPU: verifier scores against the hf backend, throughput beside raw vLLM.
 
-    python scripts/gpu_check.py [--model DIR] [--problems 64] [--n 8] [--max-new-tokens 128]
+    python scripts/vllm_check.py [--model DIR] [--problems 64] [--n 8] [--max-new-tokens 128]
 
 1. Generates one greedy solution per problem with the vllm backend, builds the verification prompts, and scores
    them with both the vllm and the hf backend (same checkpoint, float32): prints the largest differences of
@@ -8,7 +8,8 @@
 2. Samples N solutions per problem with the engine's vllm backend and with raw `LLM.generate` on the same
    requests (same token ids, seeds and options), each warmed up once and timed over --repeats runs: prints
    generated tokens/s of both and the backend's overhead (goal: under 10%).
-Run it through scripts/gpu_check.sh, which installs vLLM if it is missing.
+Run it through scripts/vllm_check.sh, which installs vLLM if it is missing (it needs network; the
+GPU machine without network runs scripts/device_check.sh instead).
 """
 
 from __future__ import annotations
