@@ -113,24 +113,26 @@ def plot(out: Path, figure: Path, window: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    keys = ("reward", "verify_loss", "verify_bal_acc")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for name, label in (("cpu", "tts train rlv (training/rlv.py)"), ("trl", "TRL GRPOTrainer + RL^V (training/trl.py)")):
         rows = [json.loads(line) for line in (out / f"log_{name}.jsonl").read_text().splitlines() if line.strip()]
         minutes = [r["elapsed_s"] / 60 for r in rows]
-        for ax, key in zip(axes, ("reward", "verify_bal_acc")):
+        for ax, key in zip(axes, keys):
             ax.plot(minutes, rolling([r[key] for r in rows], window), label=f"{label}, {len(rows)} steps")
         first, last = rows[:window], rows[-window:]
-        for key in ("reward", "verify_bal_acc"):
+        for key in keys:
             a = [r[key] for r in first if r[key] is not None]
             b = [r[key] for r in last if r[key] is not None]
             print(f"{name}: {key} first {window} steps {sum(a) / max(1, len(a)):.3f} -> "
                   f"last {window} steps {sum(b) / max(1, len(b)):.3f} ({len(rows)} steps)")
     axes[0].set_title(f"rollout reward (pass@1), rolling mean of {window} steps")
-    axes[1].set_title(f"verifier balanced accuracy on the step's rollouts, rolling {window}")
+    axes[1].set_title(f"verification loss (class-balanced nats), rolling {window}")
+    axes[2].set_title(f"verifier balanced accuracy on the step's rollouts, rolling {window}")
     for ax in axes:
         ax.set_xlabel("wall-clock minutes (1 CPU thread each, side by side)")
         ax.grid(alpha=0.3)
-    axes[1].axhline(0.5, color="grey", lw=0.8, ls="--")
+    axes[2].axhline(0.5, color="grey", lw=0.8, ls="--")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     figure.parent.mkdir(parents=True, exist_ok=True)
