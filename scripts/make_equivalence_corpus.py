@@ -251,7 +251,9 @@ def rounding(rng: random.Random) -> Iterator[tuple[str, list[Pair]]]:
         digits = rng.choice([1, 2, 2, 3])
         decimal = rounded(value, digits)
         exact = [frac(value), frac(value, "\\dfrac"), f"{value.numerator}/{value.denominator}"]
-        wrongs = [bumped_last_digit(decimal), frac(value + Fraction(1, value.denominator))]
+        wrongs = [bumped_last_digit(decimal)]
+        off_by_one = value + Fraction(1, value.denominator)
+        wrongs.append(frac(off_by_one) if rounded(off_by_one, digits) != decimal else frac(value + 1))
         if truncated(value, digits) != decimal:
             wrongs.append(truncated(value, digits))
         question = "Find the value, rounded to " + ("one decimal place." if digits == 1 else f"{digits} decimal places.")
@@ -449,7 +451,7 @@ def reference_perturbations(reference: str, rng: random.Random) -> list[str]:
     if ints:
         m = rng.choice(ints)
         wrongs.append(reference[: m.start()] + str(int(m.group(0)) + 1) + reference[m.end():])
-    if re.fullmatch(r"\d[^,]*", reference) and "=" not in reference:
+    if re.fullmatch(r"\d[^,]*", reference) and "=" not in reference and reference.strip("0.") != "":
         wrongs.append("-" + reference if not reference.startswith("-") else reference[1:])
     return wrongs
 

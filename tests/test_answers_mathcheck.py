@@ -40,9 +40,27 @@ def test_rounded_decimal(gold, pred, verdict):
     assert mathcheck.check(gold, pred) is verdict
 
 
-def test_rounded_decimal_is_one_way_unless_symmetric():
-    assert mathcheck.check("85.71", "\\frac{600}{7}") is False
-    assert mathcheck.check("85.71", "\\frac{600}{7}", True) is True
+def test_rounded_decimal_both_ways():
+    """A decimal reference says how it was rounded: an exact answer that rounds to it is right."""
+    assert mathcheck.check("85.71", "\\frac{600}{7}") is True
+    assert mathcheck.check("85.72", "\\frac{600}{7}") is False
+    assert mathcheck.check("1.41", "\\sqrt{2}") is True
+    assert mathcheck.check("14.14\\%", "\\frac{\\sqrt{2}}{10}") is True
+    assert mathcheck.check("1.42", "\\sqrt{2}") is False
+
+
+def test_protect_trailing_letters():
+    assert mathcheck.protect_trailing_letters("\\frac{5}{4}k - \\frac{1}{4}t") == "\\frac{5}{4}k - \\frac{1}{4}{t}"
+    assert mathcheck.protect_trailing_letters("5 m") == "5 m"  # a number with a unit
+    assert mathcheck.check("\\frac{5k-t}{4}", "\\frac{5}{4}k - \\frac{1}{4}t") is True
+
+
+@pytest.mark.parametrize("gold, pred, verdict", [
+    ("3x^2-6x+5", "y-2=3(x-1)^2", True), ("y=3x^2-6x+5", "y-2=3(x-1)^2", True), ("y=x", "x-y=0", True),
+    ("3x^2-6x+4", "y-1=3(x-1)^2+1", False),  # not the right side alone: the equation solved for y
+])
+def test_solved_equation(gold, pred, verdict):
+    assert mathcheck.check(gold, pred) is verdict
 
 
 @pytest.mark.parametrize(

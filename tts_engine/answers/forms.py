@@ -147,7 +147,8 @@ def comparison_pair(reference: AnswerForm, answer: AnswerForm) -> tuple[str, str
 
     Both keyed with the same keys: compare as written (math-verify pairs the equations by key).
     One side keyed, the other not: drop the keys ("x=3" vs "3"; "a=2, h=-1" vs "2, -1"); against one
-    tuple of as many entries, the keyed values in their written order ("P=1, Q=2" vs "(1, 2)").
+    tuple of as many entries, the keyed values as a tuple: in the alphabetical order of single-letter
+    names, the convention of (x, y) and (P, Q) ("Q=2, P=1" vs "(1, 2)"), else as written.
     A function definition against a bare expression: its right side ("f(x)=2x+1" vs "2x+1").
     Otherwise as written.
     """
@@ -169,7 +170,10 @@ def _as_tuple(keyed: AnswerForm, other: AnswerForm) -> str | None:
         return None
     if len(split_top_level(other.key[1:-1])) != len(keyed.values):
         return None
-    return other.key[0] + ",".join(keyed.values) + other.key[-1]
+    values = keyed.values
+    if all(re.fullmatch(r"[a-z]", k) for k in keyed.keys) or all(re.fullmatch(r"[A-Z]", k) for k in keyed.keys):
+        values = tuple(v for _, v in sorted(zip(keyed.keys, keyed.values)))  # (a, b), (x, y), (P, Q): in order
+    return other.key[0] + ",".join(values) + other.key[-1]
 
 
 def _function_value(form: AnswerForm, other: AnswerForm) -> str:
@@ -240,6 +244,8 @@ def literal_verdict(left: str, right: str) -> bool | None:
     if len(left_items) == len(right_items) == 1:
         left_readings, right_readings = _readings(left), _readings(right)
         if left_readings and right_readings:
+            if len(left_readings) == len(right_readings) == 2:  # both percentages: compare as written
+                left_readings, right_readings = left_readings[1:], right_readings[1:]
             verdicts = {rounded_equal(a, b) for a in left_readings for b in right_readings}
             return True if True in verdicts else None if None in verdicts else False
     left_values = [rational_value(item) for item in left_items]

@@ -81,7 +81,7 @@ def check(gold: str, pred: str, symmetric: bool = False) -> bool | None:
 
 
 def _equivalent(gold: list, pred: list, pred_text: str, gold_text: str = "") -> bool:
-    if verify(gold, pred, timeout_seconds=None):
+    if not _equation_against_value(gold[0], pred[0]) and verify(gold, pred, timeout_seconds=None):
         return True
     if any(rule(gold[0], pred[0], pred_text) for rule in STRUCTURAL_RULES):
         return True
@@ -150,10 +150,10 @@ def rounded_reference(gold, pred, gold_text: str) -> bool:
         return False
     digits = len(match.group(1)) + (2 if match.group(2) else 0)
     try:
-        exact = sympy.N(pred, 30)
-        if not exact.is_real:
+        exact, written = sympy.N(pred.doit(), 30), sympy.N(gold.doit(), 30)  # parsed products are unevaluated
+        if not (exact.is_real and written.is_real):
             return False
-        return bool(abs(exact - sympy.N(gold, 30)) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits)
+        return bool(abs(exact - written) <= sympy.Rational(1, 2) * sympy.Rational(10) ** -digits)
     except Exception:  # not a number after all
         return False
 
@@ -178,12 +178,24 @@ def solved_equation(gold, pred) -> bool:
     return False
 
 
+def _equation_against_value(gold, pred) -> bool:
+    """An equation whose left side is not a lone name ("y - 1 = 3(x+1)^2 + 1") against a bare value:
+    math-verify would compare the value with the right side only; solved_equation decides instead."""
+    for equation, other in ((gold, pred), (pred, gold)):
+        if (isinstance(equation, sympy.Eq) and not isinstance(other, sympy.Eq)
+                and not isinstance(equation.lhs, (sympy.Symbol, AppliedUndef))):
+            return True
+    return False
+
+
 def _solve_unique(equation, other, unknown=None):
     """(unknown, its value) for an equation in one unknown not used by `other`, or None."""
     if isinstance(equation.lhs, AppliedUndef):
         return equation.lhs, equation.rhs
     symbols = _free_symbols(equation)
     other_symbols = _free_symbols(other) if not isinstance(other, sympy.Eq) else set()
+    if unknown is None and isinstance(equation.lhs, sympy.Symbol):
+        unknown = equation.lhs
     candidates = [unknown] if unknown is not None else sorted(symbols - other_symbols, key=str)
     if len(candidates) != 1 or candidates[0] not in symbols:
         return None
