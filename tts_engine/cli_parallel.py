@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .settings import Command
 from .parallel import build_workers, gpu_groups, log_tail, merge_results, run_workers, shard_path
+from .settings import Command
 
 
 def _problem_ids(problems: str, limit: int | None) -> list[str]:
