@@ -266,3 +266,22 @@ def test_shipped_tango_pair_with_the_process_verifier():
     assert record["run"]["verifier"] == "process" and len(record["samples"]) == 4
     assert all(len(s["step_scores"]) == len(s["steps"]) for s in record["samples"])
     assert all(0 <= x <= 1 for s in record["samples"] for x in s["step_scores"])
+
+
+def test_math500_prompts_with_a_tiny_long_context_model(shared_data, tmp_path):
+    from tts_engine.problems import load_problems
+    from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
+
+    path = save_tiny_checkpoint(tmp_path / "long", TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2,
+                                                                    intermediate_size=64, max_position_embeddings=4096))
+    problems = load_problems(shared_data("math500.jsonl"), limit=3)
+    engine = Engine(str(path))
+    for strategy in ("beam", "dvts"):
+        records = solve_search(engine, problems, strategy, SearchConfig(beam_width=2, max_steps=3), n=4,
+                               max_new_tokens=24, out=tmp_path / f"{strategy}.jsonl", progress=False)
+        assert [r["id"] for r in records] == [p.id for p in problems]
+        assert records[0]["run"]["search"]["step_delimiter"] == "\n\n"
+        for record in records:
+            assert len(record["samples"]) == 4 and record["reference"] is not None
+            assert all(s["finish_reason"] in ("stop", "length") and s["num_tokens"] <= 24 for s in record["samples"])
+        assert len(list(read_results(tmp_path / f"{strategy}.jsonl"))) == 3
