@@ -19,9 +19,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from .plan import (
-    DATASHEET_COPY_GBPS, PEAK_BF16_TFLOPS, SCORE_FLOOR_GOAL, SCORE_MEMORY_GOAL, Plan,
-)
+from .plan import DATASHEET_COPY_GBPS, PEAK_BF16_TFLOPS, SCORE_FLOOR_GOAL, SCORE_MEMORY_GOAL, Plan
 from .recorder import Recorder, ratio
 
 REPO = Path(__file__).resolve().parents[2]
