@@ -57,13 +57,12 @@ def run_trl(init: str, out: Path, budget: float) -> None:
 
     from tts_engine.training.checkpoint import load_model
     from tts_engine.training.reward_functions import answer_reward
-    from tts_engine.training.task import ProblemStream, bundled_problems_path, load_problems
+    from tts_engine.training.task import ProblemStream, held_out_texts
     from tts_engine.training.trl import RLVGRPOConfig, RLVGRPOTrainer, rlv_dataset_rows
 
     torch.set_num_threads(1)
     model, tokenizer, prompt_config = load_model(init)
-    held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
-    stream = ProblemStream(SEED, level_weights=[1.0] * 5, exclude=held_out)
+    stream = ProblemStream(SEED, level_weights=[1.0] * 5, exclude=held_out_texts())
     problems = [{"problem": p.problem, "answer": p.answer} for p in stream.batch(PROMPTS_PER_STEP * MAX_STEPS)]
     data = Dataset.from_list(rlv_dataset_rows(problems, tokenizer, prompt_config))
     args = RLVGRPOConfig(

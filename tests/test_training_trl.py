@@ -257,8 +257,8 @@ def test_hybrid_reward_asks_the_judge_where_the_rule_says_wrong():
         got = reward(prompts=[""] * 5, completions=SOLUTIONS, answer=REFERENCES, problem=["q"] * 5)
         assert got == [1.0, 0.0, 0.0, 1.0, 1.0]  # "one half" vs 1/2: a false negative the judge recovers
         asked = "\n".join(server.prompts)
-        assert "<model_answer>one half</model_answer>" in asked and "<model_answer>4</model_answer>" in asked
-        assert "<model_answer>3</model_answer>" not in asked  # the rule settled it: no judge call
+        assert "<model_answer>one half</model_answer>" in asked  # words: the rule cannot say, the judge can
+        assert "<model_answer>3</model_answer>" not in asked  # the rule accepted it: no judge call
         kwargs = dict(mode="hybrid", judge_url=server.url, judge_model="judge")
         assert compute_score("s", "\\boxed{one half}", "1/2", {"question": "q"}, **kwargs) == 1.0
         assert compute_score("s", "\\boxed{two}", "1/2", {"question": "q"}, **kwargs) == 0.0
