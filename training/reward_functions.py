@@ -2,8 +2,9 @@
 
 Rewards come from `tts_engine.answers.make_reward_fn`, the one definition of the reward:
 - "rule": the final \\boxed{} answer checked against the reference (normalisation + math-verify);
-- "hybrid": TinyV's "addon" mode: the rule first; where it does not say "equivalent" (wrong or undecided), an
-  LLM judge behind an OpenAI-compatible server (`vllm serve`, SGLang) decides whether it is a false negative;
+- "hybrid": TinyV's "addon" mode: the rule first; where it cannot settle the pair (undecided, or unequal with a
+  side in words), an LLM judge behind an OpenAI-compatible server (`vllm serve`, SGLang) decides whether it is
+  a false negative (`tts_engine.answers.grade_answers` decides which pairs go to the judge);
 - "judge": the judge alone.
 
 TRL calls a reward function as `fn(prompts=..., completions=..., completion_ids=..., **dataset_columns)` and
