@@ -228,7 +228,8 @@ def _vote_k(rec, plan, device, shape, k, class_ids, scores, subsets, correct, wa
     rec.figure(f"vote {shape} k={k}: triton time", times["triton"], "ms", baseline="torch reference",
                baseline_value=times["torch"], goal="same winners as the reference and the walk",
                met=agree == 1.0 and walk_diff is not None and walk_diff <= WALK_TOLERANCE,
-               note=f"winners agreeing {agree:.4f}; max |accuracy - prefix walk| {walk_diff:.2g}")
+               note=f"winners agreeing {agree:.4f}; max |accuracy - prefix walk| "
+                    f"{'not measured' if walk_diff is None else f'{walk_diff:.2g}'}")
     return times
 
 
@@ -250,12 +251,14 @@ def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=max(5.0, rec.time_left() - 5))
         output, returncode = done.stdout + done.stderr, done.returncode
-    except subprocess.TimeoutExpired as err:
-        output, returncode = f"{err.stdout or ''}{err.stderr or ''}\npytest timed out", None
+    except subprocess.TimeoutExpired as err:  # its captured output is bytes, whatever `text` says
+        output = b"".join(part or b"" for part in (err.stdout, err.stderr)).decode(errors="replace")
+        output, returncode = output + "\npytest timed out", None
     elapsed = time.perf_counter() - started
     print(output[-4000:], flush=True)
     counts = junit_counts(junit) if junit.is_file() else None
     used = json.loads(calls.read_text()) if calls.is_file() else {}
+    calls.unlink(missing_ok=True)
     rec.info(pytest_returncode=returncode, deselected=used.get("deselected", []),
              interpreter=used.get("interpreter"))
     if counts is None:
@@ -265,7 +268,9 @@ def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
                goal="all pass", met=counts["failed"] == 0 and returncode == 0,
                note=f"{counts['skipped']} skipped; Triton calls on {plan.device}: {used.get('calls')}; "
                     f"interpreter: {used.get('interpreter')}")
-    if counts["failed_names"] or returncode != 0:
+    if counts["tests"] == 0:
+        rec.error("pytest", f"no kernel test ran (selection: {plan.test_select or 'all'}; exit status {returncode})")
+    elif counts["failed_names"] or returncode != 0:
         rec.error("pytest", f"exit status {returncode}; failed: {', '.join(counts['failed_names']) or '-'}")
 
 
