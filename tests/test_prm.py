@@ -12,9 +12,19 @@ import pytest
 import torch
 
 from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
-from tts_engine.verifiers.prm import (PRM_FORMATS, MathShepherdPRM, PRMFormat, QwenPRM, RLHFlowPRM, SkyworkPRM,
-                                      StepScores, ValueHeadModel, detect_prm_format, load_prm,
-                                      register_prm_format)
+from tts_engine.verifiers.prm import (
+    PRM_FORMATS,
+    MathShepherdPRM,
+    PRMFormat,
+    QwenPRM,
+    RLHFlowPRM,
+    SkyworkPRM,
+    StepScores,
+    ValueHeadModel,
+    detect_prm_format,
+    load_prm,
+    register_prm_format,
+)
 
 CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

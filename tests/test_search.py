@@ -238,8 +238,8 @@ def test_n_must_split_into_groups_and_a_scorer_is_needed(engine):
 
 # --- the shipped models, end to end ------------------------------------------------------------------------
 def bundled(count):
-    from tts_engine.problems import load_problems
     from tts_engine.models import default_problems_path
+    from tts_engine.problems import load_problems
 
     return load_problems(default_problems_path())[::200 // count]
 
