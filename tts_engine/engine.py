@@ -128,8 +128,10 @@ class Engine:
         grades = grade_answers([p.reference for p, _ in reps], [rep for _, rep in reps],
                                questions=[p.text for p, _ in reps], grader=self.grader, judge=self.judge) \
             if any(p.reference is not None for p in problems) else [None] * len(reps)
+        verify_started = time.perf_counter()
         verdicts = self.verifier.score([p.text for p in problems], prompts,
                                        [[s.text for s in row] for row in samples]) if self.verifier else None
+        verify_elapsed = (time.perf_counter() - verify_started) / max(1, len(problems))
         elapsed = (time.perf_counter() - started) / max(1, len(problems))
         records, offset = [], 0
         for i, problem in enumerate(problems):
@@ -138,6 +140,7 @@ class Engine:
             offset += num_classes
             records.append(self._record(problem, prompts[i], samples[i], answers[i], classes[i], class_grades,
                                         verdicts[i] if verdicts else None, params, elapsed))
+            records[-1]["verify_time_s"] = round(verify_elapsed, 4)
         return records
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):

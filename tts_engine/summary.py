@@ -23,6 +23,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "verifier_tokens_per_problem": sum(r["compute"]["verifier_tokens"] for r in records) / max(1, len(records)),
         "samples": len(samples),
         "time_s": sum(r.get("time_s", 0.0) for r in records),
+        "verify_time_s": sum(r.get("verify_time_s", 0.0) for r in records),
     }
 
 
@@ -39,5 +40,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append("no reference answers: accuracy not computed")
     lines.append(f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
                  f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
-                 f"time: {summary['time_s']:.1f} s")
+                 f"time: {summary['time_s']:.1f} s ({_share(summary['verify_time_s'], summary['time_s'])} verifying)")
     return "\n".join(lines)
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "0%"

@@ -22,6 +22,8 @@ class Sample:
     """Log-probability of each generated token under the model (temperature 1, before top_p)."""
     num_prompt_tokens: int = 0
     """Tokens in the prompt this sample continued."""
+    num_cached_tokens: int = 0
+    """Of those, tokens whose keys and values came from a prefix cache (not computed for this sample)."""
 
     @property
     def num_tokens(self) -> int:

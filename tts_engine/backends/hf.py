@@ -11,19 +11,26 @@ import torch
 from ..params import SamplingParams
 from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs
 from .base import PromptTooLongError, Sample, TokenizerMethods
+from .prefix_cache import PrefixCache
 
 
 class HFBackend(TokenizerMethods):
-    """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows."""
+    """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows.
+
+    Finished sequences keep their keys and values in a prefix cache (`prefix_cache_tokens`; 0 turns it off),
+    so a verification prompt that extends a just-generated solution computes only its new tokens.
+    """
 
     name = "hf"
 
     def __init__(self, model, tokenizer=None, *, device: str | None = None, dtype: str | None = None,
-                 max_batch_rows: int = 256):
+                 max_batch_rows: int = 256, prefix_cache_tokens: int = 262_144):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if max_batch_rows < 1:
             raise ValueError(f"max_batch_rows must be >= 1, got {max_batch_rows}")
+        if prefix_cache_tokens < 0:
+            raise ValueError(f"prefix_cache_tokens must be >= 0, got {prefix_cache_tokens}")
         if isinstance(model, (str, Path)):
             path = str(model)
             if not Path(path).exists():
@@ -37,6 +44,7 @@ class HFBackend(TokenizerMethods):
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
+        self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens else None
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos_ids = _eos_ids(model, tokenizer)
         # transformers renamed `past_key_values` to `cache` (5.2x); accept both.
@@ -75,24 +83,72 @@ class HFBackend(TokenizerMethods):
         """Sample the (prompt index, sample index) `rows` together: prefill unique prompts, decode rows."""
         unique = sorted({i for i, _ in rows})
         slot = {i: k for k, i in enumerate(unique)}
-        ids, mask = left_pad([encoded[i] for i in unique], self.pad_id)  # (U, T)
-        logits, cache = self._prefill(ids.to(self.device), mask.to(self.device))  # (U, V)
+        out, mask, cached = self._forward_prompts(self.model, [encoded[i] for i in unique], logits_to_keep=1)
+        logits, cache = out.logits[:, -1].float(), getattr(out, self._cache_name)  # (U, V)
         expand = torch.tensor([slot[i] for i, _ in rows], device=self.device)  # (B,)
         cache.batch_select_indices(expand)
-        logits, mask = logits[expand], mask.to(self.device)[expand]  # (B, V), (B, T)
+        logits, mask = logits[expand], mask[expand]  # (B, V), (B, T)
         generators = None if params.greedy else [
             torch.Generator().manual_seed(row_seed(params.seed, prompts[i], j) if params.seed is not None
                                           else int(torch.randint(0, 1 << 62, ()).item()))
             for i, j in rows]
         budgets = [min(params.max_new_tokens, self.max_model_len - len(encoded[i])) for i, _ in rows]
-        return self._decode(rows, logits, mask, cache, generators, budgets, params, encoded)
+        samples = self._decode(rows, logits, mask, cache, generators, budgets, params, encoded)
+        for sample, (i, _) in zip(samples, rows):
+            sample.num_cached_tokens = cached[slot[i]]
+        return samples
 
-    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor):
-        """Last-position logits `# (U, V)` and the KV cache of left-padded prompts `# (U, T)`."""
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                         logits_to_keep=1)
-        return out.logits[:, -1].float(), getattr(out, self._cache_name)
+    def _forward_prompts(self, module, sequences: list[list[int]], **kwargs):
+        """One forward over left-padded prompts, each starting from the KV of its longest cached prefix.
+
+        Returns the module's output (with its KV cache), the attention mask `# (U, P + R)` over cached
+        prefixes (left-padded to P) and new tokens (left-padded to R), and each prompt's cached length.
+        """
+        hits = [self.prefix_cache.longest(s[:-1]) if self.prefix_cache else (0, None) for s in sequences]
+        cached = [length for length, _ in hits]
+        width = max(cached)
+        ids, new_mask = left_pad([s[c:] for s, c in zip(sequences, cached)], self.pad_id)  # (U, R)
+        past_mask = torch.zeros((len(sequences), width), dtype=torch.long)  # (U, P)
+        for row, c in enumerate(cached):
+            past_mask[row, width - c:] = 1
+        mask = torch.cat([past_mask, new_mask], dim=-1).to(self.device)  # (U, P + R)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # (U, R)
+        if width:
+            kwargs[self._cache_name] = self._padded_cache(hits, width)
+        out = module(input_ids=ids.to(self.device), attention_mask=mask, position_ids=positions, use_cache=True,
+                     **kwargs)
+        return out, mask, cached
+
+    def _padded_cache(self, hits, width: int):
+        """A DynamicCache holding each row's cached prefix, left-padded with zeros to `width` positions."""
+        from transformers import DynamicCache
+
+        layers = []
+        some = next(kv for _, kv in hits if kv is not None)
+        for layer, (k0, v0) in enumerate(some):
+            keys = k0.new_zeros((len(hits), k0.shape[0], width, k0.shape[2]))  # (U, H, P, D)
+            values = v0.new_zeros((len(hits), v0.shape[0], width, v0.shape[2]))
+            for row, (length, kv) in enumerate(hits):
+                if length:
+                    keys[row, :, width - length:] = kv[layer][0]
+                    values[row, :, width - length:] = kv[layer][1]
+            layers.append((keys.to(self.device), values.to(self.device)))
+        return DynamicCache(ddp_cache_data=layers)
+
+    def _remember(self, cache, position: int, mask_row: torch.Tensor, ids: list[int]) -> None:
+        """Keep the KV of the finished row at batch `position`: `ids` are the tokens the cache holds."""
+        real = mask_row.nonzero().squeeze(-1)  # (L,)
+        if self.prefix_cache is None or len(real) != len(ids):
+            return
+        layers = [(layer.keys[position].index_select(1, real).cpu(), layer.values[position].index_select(1, real).cpu())
+                  for layer in cache.layers]
+        self.prefix_cache.put(ids, layers)
+
+    def cached_prefix_tokens(self, prompts: Sequence[str]) -> list[int]:
+        """How many of each prompt's first tokens the prefix cache holds now (0 without a cache)."""
+        if self.prefix_cache is None:
+            return [0] * len(prompts)
+        return [self.prefix_cache.longest(self.encode(p)[:-1])[0] for p in prompts]
 
     def _decode(self, rows, logits, mask, cache, generators, budgets, params, encoded) -> list[Sample]:
         """Decode until every row stops; finished rows leave the batch (and the cache) at once."""
@@ -112,6 +168,8 @@ class HFBackend(TokenizerMethods):
                 reasons[row] = self._finish_reason(tokens[row], budgets[row], params.stop, stop_window)
                 if reasons[row] is None:
                     keep.append(pos)
+                else:  # the cache holds the prompt and every generated token but this last one
+                    self._remember(cache, pos, mask[pos], encoded[rows[row][0]] + tokens[row][:-1])
             if len(keep) < len(active):
                 if not keep:
                     break
@@ -155,9 +213,7 @@ class HFBackend(TokenizerMethods):
         body = self.model.get_decoder()
         for start in range(0, len(order), self.max_batch_rows):
             part = order[start:start + self.max_batch_rows]
-            ids, mask = left_pad([encoded[i] for i in part], self.pad_id)
-            ids, mask = ids.to(self.device), mask.to(self.device)
-            out = body(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
+            out, _, _ = self._forward_prompts(body, [encoded[i] for i in part])
             for i, h in zip(part, out.last_hidden_state[:, -1]):
                 hidden[i] = h
         return torch.stack(hidden)  # (B, D)

@@ -277,7 +277,7 @@ class ProcessVerifier:
                 scores[f"process_{how}"] = aggregate_steps(steps[k], how) if steps[k] else p_final
             scores["process"] = scores[f"process_{self.aggregation}"]
             status = p.status + ("+forced_verdict" if prefixes[k][1] else "")
-            tokens = g.num_prompt_tokens + g.num_tokens
+            tokens = g.num_prompt_tokens - g.num_cached_tokens + g.num_tokens  # what was computed to check
             out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text, (ly, ln)))
         return out
 

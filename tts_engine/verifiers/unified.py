@@ -48,9 +48,10 @@ class UnifiedVerifier:
         flat = [build_verify_prompt(self.config, q, p, o, self.backend)
                 for q, p, outs in zip(questions, prompts, outputs) for o in outs]
         tokens = [len(self.backend.encode(text)) for text in flat]
+        cached = getattr(self.backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))(flat)
         fits = [i for i, t in enumerate(tokens) if t < self.backend.max_model_len]
         logprobs = dict(zip(fits, self.backend.yes_no_logprobs([flat[i] for i in fits], self.yes_id, self.no_id)))
-        scored = [SampleScore(yes_no_scores(*logprobs[i]), tokens[i]) if i in logprobs else
+        scored = [SampleScore(yes_no_scores(*logprobs[i]), tokens[i] - cached[i]) if i in logprobs else
                   SampleScore({kind: 0.0 for kind in self.kinds}, 0, status="too_long") for i in range(len(flat))]
         result, start = [], 0
         for outs in outputs:
