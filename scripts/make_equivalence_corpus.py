@@ -182,7 +182,7 @@ def finite_sets(rng: random.Random) -> Iterator[tuple[str, list[Pair]]]:
         items = [frac(r) for r in roots]
         shuffled = rng.sample(items, len(items))
         rights = ["\\{" + ", ".join(items) + "\\}", ", ".join(shuffled), ", ".join(f"{v} = {x}" for x in shuffled),
-                  f" \\text{{ or }} ".join(f"{v}={x}" for x in shuffled), "\\{" + ",".join(shuffled) + "\\}",
+                  " \\text{ or } ".join(f"{v}={x}" for x in shuffled), "\\{" + ",".join(shuffled) + "\\}",
                   ", ".join(f"{v}_{j + 1} = {x}" for j, x in enumerate(shuffled)), " and ".join(shuffled)]
         wrong_value = frac(-roots[0]) if -roots[0] not in roots else frac(roots[0] + 10)
         wrongs = ["\\{" + ", ".join(items[1:]) + "\\}", ", ".join([wrong_value] + items[1:]),

@@ -1,9 +1,18 @@
 """The general answer forms, one rule at a time: characters, brace-less arguments, mixed numbers,
 degrees, parameter domains, sets written as conditions, rounding, angles, tuples and function values."""
 
+from fractions import Fraction
+
 import pytest
 
-from tts_engine.answers.forms import angle_forms, answer_form, asks_for_angle, comparison_pair, quick_verdict, rounded_equal
+from tts_engine.answers.forms import (
+    angle_forms,
+    answer_form,
+    asks_for_angle,
+    comparison_pair,
+    quick_verdict,
+    rounded_equal,
+)
 from tts_engine.answers.normalize import (
     braced_arguments,
     degree_minutes,
@@ -14,7 +23,6 @@ from tts_engine.answers.normalize import (
     unicode_symbols,
 )
 from tts_engine.answers.sets import conditions_to_sets
-from fractions import Fraction
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .sets import conditions_to_sets
 from .latex import encloses_whole, matching_brace, rewrite_command_args, split_top_level, top_level_depths
+from .sets import conditions_to_sets
 
 MAX_ANSWER_CHARS = 1000
 """Answers longer than this (after stripping) are not normalised nor parsed: they are compared by
