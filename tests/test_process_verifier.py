@@ -8,8 +8,13 @@ import pytest
 
 from tts_engine.backends.base import Sample
 from tts_engine.tiny import build_char_tokenizer
-from tts_engine.verifiers.process import (ProcessVerifier, aggregate_steps, parse_verification,
-                                          render_verification, verdict_prefix)
+from tts_engine.verifiers.process import (
+    ProcessVerifier,
+    aggregate_steps,
+    parse_verification,
+    render_verification,
+    verdict_prefix,
+)
 
 
 @pytest.mark.parametrize("form", ["compact", "tango"])
@@ -56,13 +61,16 @@ def test_aggregations():
         aggregate_steps(s, "max")
 
 
+LOG_06, LOG_02 = math.log(0.6), math.log(0.2)
+
+
 class FakeBackend:
     """Char tokenizer; generate returns fixed texts with each token's probability 0.8; P(Yes) vs P(No) fixed."""
 
     name = "fake"
     max_model_len = 1024
 
-    def __init__(self, texts, logp_yes=math.log(0.6), logp_no=math.log(0.2)):
+    def __init__(self, texts, logp_yes=LOG_06, logp_no=LOG_02):
         self.tok = build_char_tokenizer()
         self.texts = list(texts)
         self.logps = (logp_yes, logp_no)

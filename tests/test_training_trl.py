@@ -19,8 +19,7 @@ from datasets import Dataset  # noqa: E402
 from tts_engine.prompts import PromptConfig  # noqa: E402
 from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model  # noqa: E402
 from tts_engine.training import rlv  # noqa: E402
-from tts_engine.training.reward_functions import (answer_reward, async_answer_reward,  # noqa: E402
-                                                  openai_judge)
+from tts_engine.training.reward_functions import answer_reward, async_answer_reward, openai_judge  # noqa: E402
 from tts_engine.training.trl import RLVGRPOConfig, RLVGRPOTrainer, rlv_dataset_rows  # noqa: E402
 from tts_engine.training.verl_reward import compute_score, verl_rows  # noqa: E402
 

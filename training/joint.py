@@ -31,7 +31,7 @@ from .config import TrainConfig
 from .monitor import dev_pass_at_1
 from .rederive import VERDICT_PREFIX, plant_error, rederive
 from .sft import sft_loss
-from .task import ProblemStream, bundled_problems_path, load_problems
+from .task import ProblemStream, held_out_texts
 
 CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 """After the solution: its end token (the solution is over), then the request to check it."""
@@ -161,8 +161,8 @@ def own_samples(backend: HFBackend, prompt_config: PromptConfig, problems, confi
 
 def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems, seed: int = 0) -> dict:
     """Served check on fresh dev samples: verdict accuracy on right and wrong solutions (greedy check)."""
+    from tts_engine.answers.rewards import solution_reward
     from tts_engine.verifiers import CheckingVerifier
-    from .grading import reward
 
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
@@ -171,7 +171,7 @@ def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems
     right, wrong = [], []
     for p, row, srow in zip(problems, rows, scores):
         for s, sc in zip(row, srow):
-            (right if reward(s.text, p.answer) > 0 else wrong).append(sc.scores["verifier_yes_no"] > 0.5)
+            (right if solution_reward(p.answer, s.text) > 0 else wrong).append(sc.scores["verifier_yes_no"] > 0.5)
     acc_right = sum(right) / max(1, len(right))
     acc_wrong = 1 - sum(wrong) / max(1, len(wrong))
     return {"check_acc_right": round(acc_right, 3), "check_acc_wrong": round(acc_wrong, 3),
@@ -180,8 +180,8 @@ def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems
 
 def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
-    from .task import make_problem_set
     from .monitor import DEV_SEED
+    from .task import make_problem_set
 
     torch.set_num_threads(config.threads)
     out = Path(config.out_dir)
@@ -191,8 +191,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
     step, _ = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
-    held_out = {r["problem"] for r in load_problems(bundled_problems_path())}
-    stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out)
+    stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
     rng = random.Random(config.seed * 100_003 + step)
     backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64)
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)

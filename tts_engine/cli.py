@@ -10,6 +10,7 @@ import click
 from .adaptive import AdaptiveConfig
 from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions
 from .params import SamplingParams
+from .search import SearchConfig
 from .settings import Command, OneLineErrors, build, options
 
 LAZY_COMMANDS = {
@@ -67,6 +68,7 @@ def main(verbose: bool) -> None:
 @options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 16})
 @options(SolveOptions)
 @options(AdaptiveConfig)
+@options(SearchConfig)
 def solve(problems, **settings):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .models import default_problems_path
@@ -75,7 +77,10 @@ def solve(problems, **settings):
 
     run = build(SolveOptions, settings)
     params = build(SamplingParams, settings, defaults={"n": 16})
-    adaptive = build(AdaptiveConfig, settings) if run.strategy != "fixed" else None
+    adaptive = build(AdaptiveConfig, settings) if run.strategy.startswith("adaptive") else None
+    search = build(SearchConfig, settings) if run.strategy in ("beam", "dvts") else None
+    if search is not None:
+        search.check_n(params.n, run.strategy)
     problems_path = problems or default_problems_path()
     items = load_problems(problems_path, limit=run.limit)
     if run.shard:
@@ -90,7 +95,9 @@ def solve(problems, **settings):
     click.echo(f"problems: {problems_path} ({len(items)}), n={n_shown}", err=True)
     common = dict(temperature=params.temperature, top_p=params.top_p, seed=params.seed, out=run.out,
                   progress=not run.quiet)
-    if adaptive is None:
+    if search is not None:
+        records = _solve_search(engine, engine_options, items, run.strategy, search, params, common)
+    elif adaptive is None:
         records = engine.solve(items, n=params.n, max_new_tokens=params.max_new_tokens, **common)
     else:
         from .adaptive import format_adaptive_summary, solve_adaptive
@@ -101,3 +108,16 @@ def solve(problems, **settings):
     click.echo(format_summary(summarize(records)))
     if run.out:
         click.echo(f"results: {run.out}", err=True)
+
+
+def _solve_search(engine, engine_options: EngineOptions, items, strategy: str, search: SearchConfig,
+                  params: SamplingParams, common: dict):
+    """Beam search or DVTS, scored by the engine's own verifier or by a PRM checkpoint (--verifier-kind prm)."""
+    from .search.runner import default_delimiter, solve_search, step_scorer_for
+
+    scorer = None
+    if engine_options.verifier == "prm":
+        scorer = step_scorer_for(engine, search.step_delimiter or default_delimiter(engine), verifier_kind="prm",
+                                 verifier_model=engine_options.verifier_model, prm_format=search.prm_format)
+    return solve_search(engine, items, strategy, search, n=params.n, max_new_tokens=params.max_new_tokens,
+                        scorer=scorer, **common)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .aggregate import STRATEGIES, vote_classes
+from .answers.grading import GRADERS
 from .backends.base import PromptTooLongError, Sample
 from .params import SamplingParams
 from .problems import Problem
@@ -17,8 +18,7 @@ from .verifiers import SCORE_NORMS, likelihood_score, make_unified_verifier
 
 log = logging.getLogger(__name__)
 
-VERIFIERS = ("unified", "process", "none")
-GRADERS = ("rule", "hybrid", "judge")
+VERIFIERS = ("unified", "process", "prm", "none")
 ROWS_PER_CHUNK = 512
 """Samples generated per engine step: results are written after each step (the backend batches inside)."""
 
@@ -56,7 +56,7 @@ class Engine:
             raise ValueError("verifier 'process' needs a process verifier checkpoint: pass verifier_model "
                              "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)")
         scorer = self.backend
-        if verifier_model is not None and verifier != "none":
+        if verifier_model is not None and verifier not in ("none", "prm"):
             scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
         self.verifier = None
         if verifier == "unified":

@@ -30,7 +30,8 @@ class EngineOptions:
     """Generation backend: hf (transformers), vllm (offline LLM on GPUs), openai (a compatible server)."""
     verifier: str = setting("unified", flags=("--verifier-kind",), choices=VERIFIERS)
     """unified: the model itself asked 'Is this solution correct?' (score P(Yes)); process: a generative verifier
-    judging every step (needs --verifier-model); none: likelihood only."""
+    judging every step (needs --verifier-model); prm: a discriminative process reward model scoring the steps of
+    a search (--strategy beam|dvts, needs --verifier-model); none: likelihood only."""
     verifier_model: str | None = None
     """A separate verifier checkpoint (unified or process)."""
     process_aggregation: str = setting("final", choices=AGGREGATIONS)
@@ -61,9 +62,10 @@ class EngineOptions:
 class SolveOptions:
     """What `tts solve` runs over and where it writes."""
 
-    strategy: str = setting("fixed", choices=("fixed", "adaptive-length", "adaptive-n"))
+    strategy: str = setting("fixed", choices=("fixed", "adaptive-length", "adaptive-n", "beam", "dvts"))
     """fixed: N samples of --max-new-tokens each; adaptive-length: continue the cut samples of unconfident
-    problems budget by budget; adaptive-n: sample in waves until confident."""
+    problems budget by budget; adaptive-n: sample in waves until confident; beam / dvts: step-level search
+    scored by a process verifier, the unified verifier or a PRM (--verifier-kind prm)."""
     limit: int | None = None
     """Only the first LIMIT problems."""
     shard: str | None = None

@@ -40,9 +40,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append("no reference answers: accuracy not computed")
     lines.append(f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
                  f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
-                 f"time: {summary['time_s']:.1f} s ({_share(summary['verify_time_s'], summary['time_s'])} verifying)")
+                 f"time: {summary['time_s']:.1f} s" + _verify_share(summary))
     return "\n".join(lines)
 
 
-def _share(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.0f}%" if whole > 0 else "0%"
+def _verify_share(summary: dict[str, Any]) -> str:
+    """The verifier's share of the wall time, when the run timed its verifier."""
+    if not summary["verify_time_s"] or not summary["time_s"]:
+        return ""
+    return f" ({100 * summary['verify_time_s'] / summary['time_s']:.0f}% of it verifying)"

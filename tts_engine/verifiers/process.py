@@ -25,8 +25,8 @@ steps and records what went wrong in `status` instead of raising.
 
 from __future__ import annotations
 
-import re
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
