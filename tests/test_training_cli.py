@@ -75,3 +75,15 @@ def test_evaluate_make_problems_and_export(sft_run, tmp_path):
     dest = tmp_path / "served"
     tts("train", "export", sft_run, "--to", dest)
     assert (dest / "config.json").is_file() and not list(dest.glob("*optim*"))
+
+
+def test_joint_one_step_then_resume(sft_run, tmp_path):
+    out = tmp_path / "joint"
+    micro = ["--init", sft_run, "--out", out, "--gen-batch", 2, "--own-problems", 1, "--group-size", 2,
+             "--planted", 2, "--eval-every", 1, "--dev-per-level", 1, "--max-new-tokens", 16, "--quiet"]
+    tts("train", "joint", "--steps", 1, *micro)
+    first = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    assert first["step"] == 1 and first["check_loss"] > 0 and "check_balanced" in first
+    assert json.loads((out / "tts_engine.json").read_text())["verify_form"] == "check"
+    tts("train", "joint", "--steps", 2, *micro)  # resumes at step 1
+    assert [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()] == [1, 2]

@@ -66,13 +66,23 @@ def _unified_sft(config, progress):
     return train_unified_sft(config, log=click.echo)
 
 
+def _joint(config, progress):
+    from .joint import train_joint
+
+    return train_joint(config, progress=progress, log=click.echo)
+
+
 def _register_trainers() -> None:
+    from .joint import JointConfig
     from .rlv import RLVConfig
     from .sft import SFTConfig
     from .tango import TangoConfig
     from .tango_unified import UnifiedSFTConfig
 
     trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
+    trainer_command("joint", JointConfig, _joint,
+                    "One model that solves and checks its own solutions: generation SFT plus the step-by-step "
+                    "re-derivation check on its fresh samples and on planted errors.")
     trainer_command("rlv", RLVConfig, _rlv,
                     "RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts.")
     trainer_command("tango", TangoConfig, _tango,
