@@ -89,3 +89,20 @@ def test_role_weights_balance_the_signs():
     assert plus * 4 == pytest.approx(minus * 1)  # four "+" marks weigh as much as one "-" mark
     assert plus * 4 + minus == pytest.approx(4.0 * 5)
     assert weights[0][4] == weights[1][2] == pytest.approx(2.0)
+
+
+def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
+    from tts_engine.training.checkpoint import task_prompt_config
+    from tts_engine.training.joint import check_prompt_config, verification_example
+
+    tokenizer = build_char_tokenizer()
+    wrong = "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}"
+    prompt_ids, target, roles = verification_example(tokenizer, check_prompt_config(task_prompt_config(), "yes_no"),
+                                                     PROBLEM, wrong)
+    text = tokenizer.decode(prompt_ids, skip_special_tokens=False)
+    assert text == PROBLEM + "\n" + wrong + "<|endoftext|>Is this solution correct? Answer Yes or No.\n"
+    assert tokenizer.decode(target) == "No" and roles == ["verdict-"]
+    prompt_ids, target, roles = verification_example(tokenizer, check_prompt_config(task_prompt_config()),
+                                                     PROBLEM, SOLUTION)
+    assert tokenizer.decode(prompt_ids, skip_special_tokens=False).endswith("\\boxed{174}<|endoftext|>Check each step.\n")
+    assert tokenizer.decode(target, skip_special_tokens=True) == rederive(PROBLEM, SOLUTION).text

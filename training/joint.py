@@ -1,5 +1,9 @@
 """One model that solves and checks its own solutions: generation SFT and the re-derivation check, trained together.
 
+`form: yes_no` trains RL^V's single-token verifier the same way (same solutions, same balanced weights, the
+verdict token right after "Is this solution correct? Answer Yes or No."), the baseline the check is measured
+against.
+
 Every step has two losses on one model (RL^V's unified reasoner-verifier, with a generative verifier):
 - generation: next-token loss on reference solutions (keeps pass@1 where the SFT base had it);
 - checking: next-token loss on the check of `training.rederive` after prompt + solution + end token +
@@ -22,7 +26,8 @@ import torch
 
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.prompts import VERIFY_QUESTION, PromptConfig, build_prompt, build_verify_prompt
+from tts_engine.settings import setting
 from tts_engine.verifiers.process import build_process_prompt
 
 from . import checkpoint as ckpt
@@ -35,6 +40,9 @@ from .task import ProblemStream, held_out_texts
 
 CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 """After the solution: its end token (the solution is over), then the request to check it."""
+YES_NO_SUFFIX = f"<|endoftext|>{VERIFY_QUESTION}\n"
+"""The single-token form's question, after the solution's end token too."""
+FORMS = ("check", "yes_no")
 
 
 @dataclass
@@ -62,6 +70,8 @@ class JointConfig(TrainConfig):
     """Samples per such problem (temperature 1)."""
     planted: int = 16
     """Solutions with one planted error per step."""
+    form: str = setting("check", choices=FORMS)
+    """check: write the re-derivation of every step, then the verdict; yes_no: the verdict token alone."""
     verify_weight: float = 1.0
     """lambda: weight of the check loss beside the generation loss."""
     mark_weight: float = 4.0
@@ -78,9 +88,24 @@ class JointConfig(TrainConfig):
     """Dev problems per level in the periodic checks."""
 
 
-def check_prompt_config(base: PromptConfig) -> PromptConfig:
-    """The serving prompts of a checkpoint that checks its own solutions."""
+def check_prompt_config(base: PromptConfig, form: str = "check") -> PromptConfig:
+    """The serving prompts of a checkpoint that verifies its own solutions in `form`."""
+    if form == "yes_no":
+        return replace(base, verify_form="yes_no", verify_suffix=YES_NO_SUFFIX)
     return replace(base, verify_form="check", check_suffix=CHECK_SUFFIX, check_max_tokens=256)
+
+
+def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str):
+    """(prompt ids, target ids, target roles) of one verification of `solution` in the config's form."""
+    enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+    prompt = build_prompt(prompt_config, problem)
+    check = rederive(problem, solution)
+    if prompt_config.verify_form == "yes_no":
+        word = prompt_config.yes_token if check.verdict else prompt_config.no_token
+        return (enc(build_verify_prompt(prompt_config, problem, prompt, solution)), enc(word),
+                ["verdict+" if check.verdict else "verdict-"])
+    ids, roles = check_targets(tokenizer, check.text)
+    return enc(build_process_prompt(prompt_config, problem, prompt, solution, "compact")), ids, roles
 
 
 def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
@@ -122,12 +147,10 @@ def role_weights(roles: list[list[str]], mark_weight: float, verdict_weight: flo
 
 def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, mark_weight: float, verdict_weight: float):
     """Weighted next-token loss of the checks of (problem, solution) pairs, and teacher-forced accuracies."""
-    enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     prompt_ids, completion_ids, roles = [], [], []
     for problem, solution in pairs:
-        prompt = build_prompt(prompt_config, problem.problem)
-        prompt_ids.append(enc(build_process_prompt(prompt_config, problem.problem, prompt, solution, "compact")))
-        ids, role = check_targets(tokenizer, rederive(problem.problem, solution).text)
+        prompt, ids, role = verification_example(tokenizer, prompt_config, problem.problem, solution)
+        prompt_ids.append(prompt)
         completion_ids.append(ids)
         roles.append(role)
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)  # (B, T)
@@ -162,11 +185,11 @@ def own_samples(backend: HFBackend, prompt_config: PromptConfig, problems, confi
 def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems, seed: int = 0) -> dict:
     """Served check on fresh dev samples: verdict accuracy on right and wrong solutions (greedy check)."""
     from tts_engine.answers.rewards import solution_reward
-    from tts_engine.verifiers import CheckingVerifier
+    from tts_engine.verifiers import make_unified_verifier
 
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
-    scores = CheckingVerifier(backend, prompt_config).score([p.problem for p in problems], prompts,
+    scores = make_unified_verifier(backend, prompt_config).score([p.problem for p in problems], prompts,
                                                            [[s.text for s in row] for row in rows])
     right, wrong = [], []
     for p, row, srow in zip(problems, rows, scores):
@@ -187,7 +210,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     out = Path(config.out_dir)
     resume = ckpt.has_state(out)
     model, tokenizer, base_config = ckpt.load_model(out if resume else config.init_dir)
-    prompt_config = check_prompt_config(base_config)
+    prompt_config = check_prompt_config(base_config, config.form)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
     step, _ = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
