@@ -149,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"    {line}")
     print(f"answer statuses        {statuses}")
     print(f"worker checks          {stats.requests:,} (timeouts {stats.timeouts}, errors {stats.errors}, restarts {stats.restarts})")
-    print(f"max check time         {stats.max_request_seconds:.3f} s (deadline {args.timeout} s)")
+    print(f"max check time         {stats.max_request_seconds:.3f} s (deadline {args.timeout} s; "
+          f"{2 * args.timeout} s for the one retry of a short pair: grading.RETRY_CHARS)")
     print(f"peak RSS               this process {own_rss:.0f} MiB, workers {worker_rss:.0f} MiB")
     print(f"injection marker       {'CREATED (code ran!)' if marker.exists() else 'absent (nothing ran)'}")
     over = stats.max_request_seconds - args.timeout

@@ -51,7 +51,10 @@ def unicode_symbols(answer: str) -> str:
     Full-width forms (U+FF01-FF5E) are the ASCII characters in another width; a superscript run is a
     power (not a digit: NFKC would turn "x²" into "x2").
     """
-    answer = _HTML_SCRIPT.sub(lambda m: ("^{" if m.group(1).lower() == "sup" else "_{") + m.group(2) + "}", answer)
+    if "<" in answer:
+        answer = _HTML_SCRIPT.sub(lambda m: ("^{" if m.group(1).lower() == "sup" else "_{") + m.group(2) + "}", answer)
+    if answer.isascii():
+        return answer
     answer = _SUPERSCRIPT_RUN.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPT_DIGITS) + "}", answer)
     answer = _SUBSCRIPT_RUN.sub(lambda m: "_{" + m.group(0).translate(_SUBSCRIPT_DIGITS) + "}", answer)
     answer = "".join(chr(ord(ch) - 0xFEE0) if "\uff01" <= ch <= "\uff5e" else ch for ch in answer)
@@ -77,7 +80,7 @@ def braced_arguments(answer: str) -> str:
     """TeX's one-token arguments: "\\frac34", "\\frac{x+1}y", "\\frac 3 4", "\\sqrt2" -> "\\frac{3}{4}",
     "\\frac{x+1}{y}", "\\frac{3}{4}", "\\sqrt{2}" (an argument without braces is one character or one
     command, as TeX reads it)."""
-    if "\\" not in answer:
+    if not _BRACELESS.search(answer):
         return answer
     out: list[str] = []
     pos = 0
