@@ -37,12 +37,24 @@ def test_solve_writes_complete_records(engine, problems_file, tmp_path):
     for sample in record["samples"]:
         assert set(sample["scores"]) == kinds
         assert all(0 <= v <= 1 for v in sample["scores"].values())
-        assert sample["verifier_tokens"] > len(record["prompt"])
+        assert 0 < sample["verifier_tokens"] < len(engine.backend.encode(record["prompt"] + sample["text"])) + 46
         assert sample["finish_reason"] in ("stop", "length")
     expected = {"majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n") for k in kinds}
     assert set(record["strategies"]) == expected
     assert record["run"]["num_parameters"] == engine.backend.num_parameters
     assert record["compute"]["generated_tokens"] == sum(s["num_tokens"] for s in record["samples"])
+    # The verification prompt extends prompt + sample, whose keys and values the prefix cache kept: only the
+    # question (46 characters) and at most the sample's last token are computed for it.
+    assert min(s["verifier_tokens"] for r in on_disk for s in r["samples"]) <= 47
+    assert record["judged_pairs"] == 0
+
+
+def test_undecided_grades_say_why(engine, tmp_path):
+    path = tmp_path / "text.jsonl"
+    path.write_text(json.dumps({"id": "t", "problem": "Who wins?", "answer": "Alice wins the game"}) + "\n")
+    record = engine.solve(load_problems(path), n=2, max_new_tokens=8, progress=False)[0]
+    for entry in record["classes"]:
+        assert entry["correct"] is False or entry.get("undecided_because")
 
 
 def test_resume_generates_only_missing_problems(engine, problems_file, tmp_path):

@@ -119,15 +119,16 @@ class Engine:
                       samples: Sequence[Sequence[Sample]], params: SamplingParams,
                       started: float | None = None) -> list[dict[str, Any]]:
         """Records for problems whose samples exist (also used by adaptive strategies)."""
-        from .answers import extract_answer, grade_answers, group_answers_batch
+        from .answers import GradingReport, extract_answer, grade_answers_report, group_answers_batch
 
         started = time.perf_counter() if started is None else started
         answers = [[extract_answer(s.text) for s in row] for row in samples]  # (P, N)
         classes = group_answers_batch(answers)
         reps = [(p, rep) for p, c in zip(problems, classes) for rep in c.representatives]
-        grades = grade_answers([p.reference for p, _ in reps], [rep for _, rep in reps],
-                               questions=[p.text for p, _ in reps], grader=self.grader, judge=self.judge) \
-            if any(p.reference is not None for p in problems) else [None] * len(reps)
+        report = grade_answers_report([p.reference for p, _ in reps], [rep for _, rep in reps],
+                                      questions=[p.text for p, _ in reps], grader=self.grader, judge=self.judge) \
+            if any(p.reference is not None for p in problems) else GradingReport([None] * len(reps), [None] * len(reps))
+        judged = set(report.judged_indices)
         verify_started = time.perf_counter()
         verdicts = self.verifier.score([p.text for p in problems], prompts,
                                        [[s.text for s in row] for row in samples]) if self.verifier else None
@@ -136,11 +137,17 @@ class Engine:
         records, offset = [], 0
         for i, problem in enumerate(problems):
             num_classes = len(classes[i].representatives)
-            class_grades = grades[offset:offset + num_classes] if problem.reference is not None else [None] * num_classes
+            span = range(offset, offset + num_classes)
             offset += num_classes
-            records.append(self._record(problem, prompts[i], samples[i], answers[i], classes[i], class_grades,
-                                        verdicts[i] if verdicts else None, params, elapsed))
-            records[-1]["verify_time_s"] = round(verify_elapsed, 4)
+            class_grades = [report.verdicts[k] for k in span] if problem.reference is not None else [None] * num_classes
+            record = self._record(problem, prompts[i], samples[i], answers[i], classes[i], class_grades,
+                                  verdicts[i] if verdicts else None, params, elapsed)
+            for k, entry in zip(span, record["classes"]):
+                if report.reasons[k] is not None and entry["correct"] is None:
+                    entry["undecided_because"] = report.reasons[k]
+            record["judged_pairs"] = sum(k in judged for k in span)
+            record["verify_time_s"] = round(verify_elapsed, 4)
+            records.append(record)
         return records
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):

@@ -24,6 +24,8 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "samples": len(samples),
         "time_s": sum(r.get("time_s", 0.0) for r in records),
         "verify_time_s": sum(r.get("verify_time_s", 0.0) for r in records),
+        "judged_pairs": sum(r.get("judged_pairs", 0) for r in records),
+        "grader": records[0].get("run", {}).get("grader", "rule") if records else "rule",
     }
 
 
@@ -41,6 +43,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
                  f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
                  f"time: {summary['time_s']:.1f} s" + _verify_share(summary))
+    if summary["grader"] != "rule":
+        lines.append(f"answer pairs sent to the judge: {summary['judged_pairs']}")
     return "\n".join(lines)
 
 

@@ -106,6 +106,8 @@ class GradingReport:
     TIMED_OUT, WORKER_ERROR), or None when the rule decided (or did not run: grader="judge")."""
     judged: int = 0
     """Pairs sent to the judge (hybrid: the undecided and the text-like "not equal" ones)."""
+    judged_indices: tuple[int, ...] = ()
+    """Which pairs (input positions) were sent to the judge."""
 
 
 def rule_verdict(reference: str | None, answer: str | None, *, question: str | None = None,
@@ -221,7 +223,7 @@ def grade_answers_report(
             verdicts.append(judged.get(i))
         else:
             verdicts.append(_hybrid(grade.verdict, judged.get(i)))
-    return GradingReport(verdicts, reasons, len(to_judge))
+    return GradingReport(verdicts, reasons, len(to_judge), tuple(to_judge))
 
 
 def _needs_judge(grade: Grade, reference: str, answer: str) -> bool:
