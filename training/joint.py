@@ -216,7 +216,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     step, _ = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
     stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
     rng = random.Random(config.seed * 100_003 + step)
-    backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64)
+    backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)  # nothing to reuse
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
     out.mkdir(parents=True, exist_ok=True)
     bar = _bar(config.steps, step, progress)
@@ -243,7 +243,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}")
         if step % config.eval_every == 0 or step == config.steps:
             record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
-            record.update(dev_check_accuracy(backend, prompt_config, dev))
+            record.update(dev_check_accuracy(HFBackend(model, tokenizer, device="cpu"), prompt_config, dev))
             ckpt.save_model(out, model, tokenizer, prompt_config, config)
             ckpt.save_state(out, optimizer, scheduler, step)
             log(json.dumps(record))
