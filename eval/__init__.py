@@ -14,6 +14,16 @@ from .table import ResultsTable, load_results, table_from_records
 from .verifier_metrics import auroc, reliability, score_metrics, verifier_metrics
 
 __all__ = [
-    "ResultsTable", "auroc", "compute_curves", "efficiency_ratio", "first_reach", "load_results", "pass_at_k",
-    "per_problem_accuracy", "reliability", "score_metrics", "table_from_records", "verifier_metrics",
+    "ResultsTable",
+    "auroc",
+    "compute_curves",
+    "efficiency_ratio",
+    "first_reach",
+    "load_results",
+    "pass_at_k",
+    "per_problem_accuracy",
+    "reliability",
+    "score_metrics",
+    "table_from_records",
+    "verifier_metrics",
 ]

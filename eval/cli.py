@@ -71,9 +71,20 @@ class BenchOptions:
             raise ValueError("out is required: --out FOLDER for results.jsonl and the curves")
 
 
-def run_curves(paths: Sequence[str | Path], out: str | Path, *, labels: Sequence[str] = (), num_subsets: int = 1000,
-               seed: int = 0, threshold: float = 0.5, num_bins: int = 10, vote_impl: str = "auto",
-               title: str | None = None, plots: bool = True, only: Sequence[str] = ()) -> list[dict[str, Any]]:
+def run_curves(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    *,
+    labels: Sequence[str] = (),
+    num_subsets: int = 1000,
+    seed: int = 0,
+    threshold: float = 0.5,
+    num_bins: int = 10,
+    vote_impl: str = "auto",
+    title: str | None = None,
+    plots: bool = True,
+    only: Sequence[str] = (),
+) -> list[dict[str, Any]]:
     """Curves of every results file into `out`: curves.json, curves.csv and PNG plots; returns the curve sets."""
     from .curves import compute_curves
     from .plots import write_plots
@@ -120,10 +131,18 @@ def _echo_report(curves: list[dict[str, Any]], out: Path) -> None:
 
 @click.command(cls=Command)
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for curves.json, "
-              "curves.csv and the PNG plots (created if missing).")
-@click.option("--label", "labels", multiple=True, help="Name of each results file in plots and tables, once per "
-              "file in order (default: the file stem).")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for curves.json, curves.csv and the PNG plots (created if missing).",
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    help="Name of each results file in plots and tables, once per file in order (default: the file stem).",
+)
 @options(CurveOptions)
 def curve(results, out, labels, **settings):
     """Compute-vs-accuracy curves of every strategy from RESULTS files (JSONL from `tts solve`).
@@ -133,9 +152,19 @@ def curve(results, out, labels, **settings):
     verifier metrics. Several files are drawn on the same axes.
     """
     o = build(CurveOptions, settings)
-    curves = run_curves(results, out, labels=labels, num_subsets=o.num_subsets, seed=o.seed, threshold=o.threshold,
-                        num_bins=o.num_bins, vote_impl=o.vote_impl, title=o.title, plots=not o.no_plots,
-                        only=o.only)
+    curves = run_curves(
+        results,
+        out,
+        labels=labels,
+        num_subsets=o.num_subsets,
+        seed=o.seed,
+        threshold=o.threshold,
+        num_bins=o.num_bins,
+        vote_impl=o.vote_impl,
+        title=o.title,
+        plots=not o.no_plots,
+        only=o.only,
+    )
     _echo_report(curves, Path(out))
 
 
@@ -160,12 +189,29 @@ def bench(**settings):
     results_path = out_dir / "results.jsonl"
     items = load_problems(problems_path, limit=run.limit)
     engine = build(EngineOptions, settings).make_engine()
-    click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters), "
-               f"problems: {problems_path} ({len(items)}), n={params.n}", err=True)
-    engine.solve(items, n=params.n, temperature=params.temperature, top_p=params.top_p,
-                 max_new_tokens=params.max_new_tokens, seed=params.seed, out=results_path, progress=not run.quiet)
-    curves = run_curves([results_path], out_dir, labels=[run.label or problems_path.stem],
-                        num_subsets=curve_options.num_subsets, seed=curve_options.seed,
-                        threshold=curve_options.threshold, num_bins=curve_options.num_bins,
-                        vote_impl=curve_options.vote_impl)
+    click.echo(
+        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters), "
+        f"problems: {problems_path} ({len(items)}), n={params.n}",
+        err=True,
+    )
+    engine.solve(
+        items,
+        n=params.n,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        max_new_tokens=params.max_new_tokens,
+        seed=params.seed,
+        out=results_path,
+        progress=not run.quiet,
+    )
+    curves = run_curves(
+        [results_path],
+        out_dir,
+        labels=[run.label or problems_path.stem],
+        num_subsets=curve_options.num_subsets,
+        seed=curve_options.seed,
+        threshold=curve_options.threshold,
+        num_bins=curve_options.num_bins,
+        vote_impl=curve_options.vote_impl,
+    )
     _echo_report(curves, out_dir)

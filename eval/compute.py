@@ -26,13 +26,15 @@ def uses_verifier(strategy: str) -> bool:
     return kind is not None and kind not in FREE_SCORE_KINDS
 
 
-def compute_axes(strategy: str, ks: list[int], num_tokens: np.ndarray, verifier_tokens: np.ndarray,
-                 num_parameters: int | None) -> dict[str, list[float] | None]:
+def compute_axes(
+    strategy: str, ks: list[int], num_tokens: np.ndarray, verifier_tokens: np.ndarray, num_parameters: int | None
+) -> dict[str, list[float] | None]:
     """Axis -> one value per k (flops None without a parameter count); token arrays are (P, N)."""
     k = np.asarray(ks, dtype=np.float64)  # (K,)
     generated = k * float(num_tokens.mean()) if num_tokens.size else np.zeros_like(k)
-    verifier = k * float(verifier_tokens.mean()) if uses_verifier(strategy) and verifier_tokens.size \
-        else np.zeros_like(k)
+    verifier = (
+        k * float(verifier_tokens.mean()) if uses_verifier(strategy) and verifier_tokens.size else np.zeros_like(k)
+    )
     tokens = generated + verifier
     return {
         "samples": k.tolist(),

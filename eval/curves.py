@@ -29,8 +29,9 @@ MAX_GROUP_VALUES = 12
 """A field with more distinct values than this (ids, free text) gets no per-group breakdown."""
 
 
-def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int = 1000, seed: int = 0,
-                         impl: str = "auto") -> dict[str, np.ndarray]:
+def per_problem_accuracy(
+    table: ResultsTable, ks: list[int], *, num_subsets: int = 1000, seed: int = 0, impl: str = "auto"
+) -> dict[str, np.ndarray]:
     """Strategy (and pass@k) -> (K, P) accuracy per k and problem.
 
     impl: "prefix" walks the nested random subsets once on the CPU (prefix_voting.py); "torch" / "triton"
@@ -51,9 +52,15 @@ def per_problem_accuracy(table: ResultsTable, ks: list[int], *, num_subsets: int
         out[PASS_AT_K][i] = pass_at_k(num_correct, n, k)
         votes = walked.get(k)
         if votes is None:
-            votes = vote_accuracy_chunked(table.class_ids, table.class_correct, table.scores,
-                                          lambda r, k=k: drawer.subsets(k, r), subsets_per_k(n, k, num_subsets), k,
-                                          impl=impl)
+            votes = vote_accuracy_chunked(
+                table.class_ids,
+                table.class_correct,
+                table.scores,
+                lambda r, k=k: drawer.subsets(k, r),
+                subsets_per_k(n, k, num_subsets),
+                k,
+                impl=impl,
+            )
         for name, values in votes.items():
             out[name][i] = values
     return out
@@ -76,13 +83,16 @@ def summarize_rows(values: np.ndarray, num_drawn: list[int], exact: list[bool]) 
     p = values.shape[1]
     mean = values.mean(axis=1)
     se = values.std(axis=1, ddof=1) / np.sqrt(p) if p > 1 else np.zeros(len(values))
-    noise = [0.0 if ex or r < 2 else float(np.sqrt((row * (1 - row)).sum() / (r - 1)) / p)
-             for row, r, ex in zip(values, num_drawn, exact)]
+    noise = [
+        0.0 if ex or r < 2 else float(np.sqrt((row * (1 - row)).sum() / (r - 1)) / p)
+        for row, r, ex in zip(values, num_drawn, exact)
+    ]
     return {"accuracy": mean.tolist(), "se": se.tolist(), "se_subsets": noise}
 
 
-def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 0, impl: str = "auto",
-                   label: str = "results") -> dict[str, Any]:
+def compute_curves(
+    table: ResultsTable, *, num_subsets: int = 1000, seed: int = 0, impl: str = "auto", label: str = "results"
+) -> dict[str, Any]:
     """Every number of the curves of one results table, JSON-ready (see docs/curves.md for the layout)."""
     notes = list(table.notes)
     scored = table.select(table.has_reference)
@@ -115,9 +125,14 @@ def compute_curves(table: ResultsTable, *, num_subsets: int = 1000, seed: int = 
         "majority_at_n": strategies["majority"]["accuracy"][-1],
         "efficiency": efficiency_table(strategies),
         "groups": group_breakdown(scored, accuracy, num_drawn, exact),
-        "problems": [{"id": pid, "fields": fields, "accuracy": {name: values[:, j].tolist()
-                                                               for name, values in accuracy.items()}}
-                     for j, (pid, fields) in enumerate(zip(scored.ids, scored.fields))],
+        "problems": [
+            {
+                "id": pid,
+                "fields": fields,
+                "accuracy": {name: values[:, j].tolist() for name, values in accuracy.items()},
+            }
+            for j, (pid, fields) in enumerate(zip(scored.ids, scored.fields))
+        ],
         "notes": notes,
     }
 
@@ -143,8 +158,9 @@ def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return table
 
 
-def group_breakdown(table: ResultsTable, accuracy: dict[str, np.ndarray], num_drawn: list[int],
-                    exact: list[bool]) -> dict[str, dict[str, Any]]:
+def group_breakdown(
+    table: ResultsTable, accuracy: dict[str, np.ndarray], num_drawn: list[int], exact: list[bool]
+) -> dict[str, dict[str, Any]]:
     """Field -> value -> {num_problems, strategies: name -> accuracy/se per k}, for short categorical fields."""
     out: dict[str, dict[str, Any]] = {}
     names = sorted({key for fields in table.fields for key in fields})
@@ -158,9 +174,9 @@ def group_breakdown(table: ResultsTable, accuracy: dict[str, np.ndarray], num_dr
             mask = np.array([v == value for v in values])
             out[field_name][str(value)] = {
                 "num_problems": int(mask.sum()),
-                "strategies": {name: summarize_rows(per[:, mask], num_drawn,
-                                                    [True] * len(exact) if name == PASS_AT_K else exact)
-                               for name, per in accuracy.items()},
+                "strategies": {
+                    name: summarize_rows(per[:, mask], num_drawn, [True] * len(exact) if name == PASS_AT_K else exact)
+                    for name, per in accuracy.items()
+                },
             }
     return out
-

@@ -25,13 +25,14 @@ def first_reach(compute: list[float], accuracy: list[float], target: float) -> t
             return x, ""
         fraction = (target - y0) / (y - y0)
         log_x = math.log2(x0) + fraction * (math.log2(x) - math.log2(x0))
-        return 2.0 ** log_x, ""
+        return 2.0**log_x, ""
     best = max(accuracy) if accuracy else float("nan")
     return None, f"never reaches {target:.4f} (best {best:.4f})"
 
 
-def efficiency_ratio(compute: list[float], accuracy: list[float], target: float,
-                     reference_compute: float) -> dict[str, Any]:
+def efficiency_ratio(
+    compute: list[float], accuracy: list[float], target: float, reference_compute: float
+) -> dict[str, Any]:
     """{"reaches_at", "ratio" (reference_compute / reaches_at), "note"}; nulls when the target is never reached
     or is 0 (every curve starts there: no ratio means anything)."""
     if target <= 0:

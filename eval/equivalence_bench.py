@@ -55,8 +55,10 @@ class Score:
     def markdown(self) -> str:
         fnr = 100 * self.false_negatives / max(self.positives, 1)
         fpr = 100 * self.false_positives / max(self.negatives, 1)
-        return (f"| {self.method} | {fnr:.1f}% ({self.false_negatives}/{self.positives}) | "
-                f"{fpr:.1f}% ({self.false_positives}/{self.negatives}) | {self.undecided} | {self.seconds:.1f} |")
+        return (
+            f"| {self.method} | {fnr:.1f}% ({self.false_negatives}/{self.positives}) | "
+            f"{fpr:.1f}% ({self.false_positives}/{self.negatives}) | {self.undecided} | {self.seconds:.1f} |"
+        )
 
 
 def load_rows(path: Path) -> list[Row]:
@@ -66,8 +68,15 @@ def load_rows(path: Path) -> list[Row]:
     for line in path.read_text().splitlines():
         if line.strip():
             item = json.loads(line)
-            rows.append(Row(item["question"], _final(item["ground_truth"]), _final(item["model_answer"]),
-                            bool(item["is_equivalent"]), str(item.get("pair_id", len(rows)))))
+            rows.append(
+                Row(
+                    item["question"],
+                    _final(item["ground_truth"]),
+                    _final(item["model_answer"]),
+                    bool(item["is_equivalent"]),
+                    str(item.get("pair_id", len(rows))),
+                )
+            )
     return rows
 
 
@@ -81,8 +90,15 @@ def _final(text: str) -> str:
 def score(method: str, rows: Sequence[Row], verdicts: Sequence[bool | None], seconds: float) -> Score:
     positives = [v for r, v in zip(rows, verdicts) if r.equivalent]
     negatives = [v for r, v in zip(rows, verdicts) if not r.equivalent]
-    return Score(method, sum(v is not True for v in positives), len(positives), sum(v is True for v in negatives),
-                 len(negatives), sum(v is None for v in verdicts), seconds)
+    return Score(
+        method,
+        sum(v is not True for v in positives),
+        len(positives),
+        sum(v is True for v in negatives),
+        len(negatives),
+        sum(v is None for v in verdicts),
+        seconds,
+    )
 
 
 def timed(fn: Callable[[], list]) -> tuple[list, float]:
@@ -105,9 +121,15 @@ def plain_math_verify(rows: Sequence[Row], wrap: Callable[[str], str] = lambda s
 
 def project_verdicts(rows: Sequence[Row], grader: str, judge, pool: CheckPool, timeout: float):
     """The project's GradingReport for the rows (verdicts, reasons, pairs judged)."""
-    return grade_answers_report([r.reference for r in rows], [r.answer for r in rows],
-                                questions=[r.question for r in rows], grader=grader, judge=judge, pool=pool,
-                                timeout=timeout)
+    return grade_answers_report(
+        [r.reference for r in rows],
+        [r.answer for r in rows],
+        questions=[r.question for r in rows],
+        grader=grader,
+        judge=judge,
+        pool=pool,
+        timeout=timeout,
+    )
 
 
 def make_judge(model_path: str, max_new_tokens: int) -> LLMJudge:
@@ -119,9 +141,14 @@ def make_judge(model_path: str, max_new_tokens: int) -> LLMJudge:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, help="one JSONL file to score instead of --sets")
-    ap.add_argument("--sets", default="hardverify,heldout",
-                    help=f"comma-separated data sets among {', '.join(SETS)} (default: hardverify,heldout)")
-    ap.add_argument("--judge-model", help="local Hugging Face checkpoint of a judge (TinyV-style); adds hybrid and judge lines")
+    ap.add_argument(
+        "--sets",
+        default="hardverify,heldout",
+        help=f"comma-separated data sets among {', '.join(SETS)} (default: hardverify,heldout)",
+    )
+    ap.add_argument(
+        "--judge-model", help="local Hugging Face checkpoint of a judge (TinyV-style); adds hybrid and judge lines"
+    )
     ap.add_argument("--judge-max-new-tokens", type=int, default=8)
     ap.add_argument("--processes", type=int, default=2, help="check worker processes")
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds per check")
@@ -160,15 +187,20 @@ def bench(path: Path, args: argparse.Namespace, pool: CheckPool, judge) -> list[
     for s in scores:
         print(s.markdown())
     reasons = Counter(reason for reason in rule.reasons if reason is not None)
-    print(f"\nundecided (rule): {sum(reasons.values())}/{len(rows)}"
-          + "".join(f"; {reason}: {count}" for reason, count in reasons.most_common()))
+    print(
+        f"\nundecided (rule): {sum(reasons.values())}/{len(rows)}"
+        + "".join(f"; {reason}: {count}" for reason, count in reasons.most_common())
+    )
     for grader, count in judged.items():
         print(f"pairs sent to the judge ({grader}): {count}/{len(rows)}")
     if args.show_errors:
         print()
         for row, verdict, reason in zip(rows, rule.verdicts, rule.reasons):
             if (verdict is True) != row.equivalent:
-                print(f"- {row.pair_id}: {row.reference!r} vs {row.answer!r} -> {verdict}" + (f" ({reason})" if reason else ""))
+                print(
+                    f"- {row.pair_id}: {row.reference!r} vs {row.answer!r} -> {verdict}"
+                    + (f" ({reason})" if reason else "")
+                )
     return scores
 
 

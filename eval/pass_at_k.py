@@ -16,8 +16,9 @@ def pass_at_k(num_correct: np.ndarray, n: int, k: int) -> np.ndarray:
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, n={n}], got {k}")
     if num_correct.size and (num_correct.min() < 0 or num_correct.max() > n):
-        raise ValueError(f"num_correct must lie in [0, n={n}], got values in "
-                         f"[{num_correct.min()}, {num_correct.max()}]")
+        raise ValueError(
+            f"num_correct must lie in [0, n={n}], got values in [{num_correct.min()}, {num_correct.max()}]"
+        )
     i = np.arange(1, n + 1, dtype=np.float64)  # (N,)
     in_product = i[None, :] > (n - num_correct)[:, None]  # (P, N): i runs over n-c+1 .. n
     factors = np.where(in_product, 1.0 - k / i[None, :], 1.0)

@@ -58,8 +58,14 @@ def shown(name: str, only: list[str] | None) -> bool:
     return name in ("majority", PASS_AT_K) or not only or any(word in name for word in only)
 
 
-def plot_curves(curves: list[dict[str, Any]], axis: str, path: str | Path, *, title: str | None = None,
-                only: list[str] | None = None) -> Path | None:
+def plot_curves(
+    curves: list[dict[str, Any]],
+    axis: str,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    only: list[str] | None = None,
+) -> Path | None:
     """Draw accuracy vs `axis` (samples, tokens or flops) for one or more curve sets; None if the axis is absent.
 
     only: draw just the strategies whose names contain one of these words (e.g. ["verifier_yes_no"]).
@@ -79,18 +85,41 @@ def plot_curves(curves: list[dict[str, Any]], axis: str, path: str | Path, *, ti
                 continue
             colour, style = styles[name]
             colour = _lighten(colour, 0.45 * index / max(1, len(curves) - 1)) if len(curves) > 1 else colour
-            _draw_line(ax, entry, axis, colour, style, MARKERS[index % len(MARKERS)], prefix + strategy_label(name),
-                       faint=name == PASS_AT_K)
-        notes.append(_draw_target(ax, {**c, "efficiency": {n: e for n, e in c["efficiency"].items() if shown(n, only)}},
-                                  axis, prefix, styles))
+            _draw_line(
+                ax,
+                entry,
+                axis,
+                colour,
+                style,
+                MARKERS[index % len(MARKERS)],
+                prefix + strategy_label(name),
+                faint=name == PASS_AT_K,
+            )
+        notes.append(
+            _draw_target(
+                ax,
+                {**c, "efficiency": {n: e for n, e in c["efficiency"].items() if shown(n, only)}},
+                axis,
+                prefix,
+                styles,
+            )
+        )
     _format_axes(ax, curves, axis)
     ax.set_title(title or default_title(curves), fontsize=11)
     if many:  # beside the axes, so no line hides behind it
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
     else:
         ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
-    ax.text(0.01, 0.99, "\n".join(notes), transform=ax.transAxes, fontsize=8, va="top", ha="left",
-            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.92})
+    ax.text(
+        0.01,
+        0.99,
+        "\n".join(notes),
+        transform=ax.transAxes,
+        fontsize=8,
+        va="top",
+        ha="left",
+        bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.92},
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path)
@@ -108,10 +137,17 @@ def _lighten(colour, amount: float):
 def _draw_line(ax, entry, axis, colour, style, marker, label, faint):
     x = entry["compute"][axis]
     y, se = entry["accuracy"], entry["se"]
-    ax.plot(x, y, linestyle=style, marker=marker, markersize=3.5, color=colour, linewidth=1.3 if faint else 1.8,
-            label=label)
-    ax.fill_between(x, [a - s for a, s in zip(y, se)], [a + s for a, s in zip(y, se)], color=colour,
-                    alpha=0.06 if faint else 0.13, linewidth=0)
+    ax.plot(
+        x, y, linestyle=style, marker=marker, markersize=3.5, color=colour, linewidth=1.3 if faint else 1.8, label=label
+    )
+    ax.fill_between(
+        x,
+        [a - s for a, s in zip(y, se)],
+        [a + s for a, s in zip(y, se)],
+        color=colour,
+        alpha=0.06 if faint else 0.13,
+        linewidth=0,
+    )
 
 
 def _draw_target(ax, c, axis, prefix, styles) -> str:
@@ -120,8 +156,17 @@ def _draw_target(ax, c, axis, prefix, styles) -> str:
     target = c["majority_at_n"]
     ax.axhline(target, color="black", linestyle=(0, (5, 4)), linewidth=0.9, alpha=0.7)
     if prefix:  # several files: name each dashed line at its right end
-        ax.annotate(f"{prefix}majority@{c['num_samples']}", xy=(1.0, target), xycoords=("axes fraction", "data"),
-                    xytext=(-3, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.3")
+        ax.annotate(
+            f"{prefix}majority@{c['num_samples']}",
+            xy=(1.0, target),
+            xycoords=("axes fraction", "data"),
+            xytext=(-3, 2),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.3",
+        )
     unit = {"samples": "fewer samples", "tokens": "fewer tokens", "flops": "fewer FLOPs"}[axis]
     lines = [f"{prefix}dashed line: majority@{c['num_samples']} = {target:.3f}"]
     if target <= 0:
@@ -132,16 +177,27 @@ def _draw_target(ax, c, axis, prefix, styles) -> str:
             lines.append(f"  {strategy.replace('_', '-')}: no score kind reaches it")
             continue
         name, entry = best
-        ax.plot([entry["reaches_at"]], [target], marker="X", markersize=9, color=styles[name][0],
-                markeredgecolor="black", linestyle="none", zorder=5)
+        ax.plot(
+            [entry["reaches_at"]],
+            [target],
+            marker="X",
+            markersize=9,
+            color=styles[name][0],
+            markeredgecolor="black",
+            linestyle="none",
+            zorder=5,
+        )
         lines.append(f"  {strategy_label(name)} reaches it (X) with {entry['ratio']:.1f}x {unit}")
     return "\n".join(lines)
 
 
 def best_efficiency(c: dict[str, Any], axis: str, strategy: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """The strategy (not majority; of one kind if given) with the largest efficiency ratio on `axis`, or None."""
-    found = [(name, e[axis]) for name, e in c["efficiency"].items()
-             if name != "majority" and e[axis]["ratio"] and (strategy is None or name.startswith(strategy + ":"))]
+    found = [
+        (name, e[axis])
+        for name, e in c["efficiency"].items()
+        if name != "majority" and e[axis]["ratio"] and (strategy is None or name.startswith(strategy + ":"))
+    ]
     return max(found, key=lambda item: item[1]["ratio"]) if found else None
 
 
@@ -163,8 +219,10 @@ def default_title(curves: list[dict[str, Any]]) -> str:
     first = curves[0]
     model = first["run"].get("model", "unknown model")
     if len(curves) == 1:
-        return (f"{model} on {first['label']}: {first['num_problems_scored']} problems, "
-                f"N = {first['num_samples']} samples each")
+        return (
+            f"{model} on {first['label']}: {first['num_problems_scored']} problems, "
+            f"N = {first['num_samples']} samples each"
+        )
     return "Accuracy vs compute: " + ", ".join(c["label"] for c in curves)
 
 
@@ -183,9 +241,14 @@ def plot_calibration(curves: list[dict[str, Any]], path: str | Path) -> Path | N
         colour = _lighten(styles[f"weighted:{kind}"][0], 0.45 * index / max(1, len(curves) - 1))
         ece, auc = m["calibration"]["ece"], m["auroc"]
         label = f"{prefix}{kind} (ECE {ece:.3f}, AUROC {auc:.3f})" if auc is not None else f"{prefix}{kind}"
-        ax.plot([b["mean_score"] for b in bins], [b["fraction_right"] for b in bins],
-                marker=MARKERS[index % len(MARKERS)], markersize=4,
-                color=colour, label=label)
+        ax.plot(
+            [b["mean_score"] for b in bins],
+            [b["fraction_right"] for b in bins],
+            marker=MARKERS[index % len(MARKERS)],
+            markersize=4,
+            color=colour,
+            label=label,
+        )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel(f"mean score in the bin ({len(kinds[0][2]['calibration']['bins'])} equal-width bins)")
@@ -200,8 +263,9 @@ def plot_calibration(curves: list[dict[str, Any]], path: str | Path) -> Path | N
     return path
 
 
-def write_plots(curves: list[dict[str, Any]], out_dir: str | Path, *, title: str | None = None,
-                only: list[str] | None = None) -> list[Path]:
+def write_plots(
+    curves: list[dict[str, Any]], out_dir: str | Path, *, title: str | None = None, only: list[str] | None = None
+) -> list[Path]:
     """accuracy_vs_samples.png, accuracy_vs_tokens.png, accuracy_vs_flops.png (with a parameter count) and
     verifier_calibration.png (with scores and references)."""
     written = []

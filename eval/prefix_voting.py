@@ -26,9 +26,14 @@ TABLE_ENTRIES = 1 << 17
 2**17: 1.52, 2**18: 1.67, 2**20: 1.73, 2**22: 2.06 (mean of two runs)."""
 
 
-def prefix_vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                         relabel: np.ndarray, shared: np.ndarray,
-                         checkpoints: list[int]) -> dict[int, dict[str, np.ndarray]]:
+def prefix_vote_accuracy(
+    class_ids: np.ndarray,
+    class_correct: np.ndarray,
+    scores: dict[str, np.ndarray],
+    relabel: np.ndarray,
+    shared: np.ndarray,
+    checkpoints: list[int],
+) -> dict[int, dict[str, np.ndarray]]:
     """k -> strategy -> (P,) mean correctness over R subsets: those of problem p are relabel[p, shared[r, :k]].
 
     class_ids (P, N) int (-1: no answer); class_correct (P, C) bool; scores kind -> (P, N) in [0, 1] (NaN: 0);
@@ -43,9 +48,15 @@ def prefix_vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, score
     start = 0
     while start < p:
         cost = (widths[order[start:]] + 1) * r * np.arange(1, p - start + 1)  # table entries, rising
-        rows = order[start:start + max(1, int((cost <= TABLE_ENTRIES).sum()))]
-        part = _walk(class_ids[rows], class_correct[rows], {kd: v[rows] for kd, v in scores.items()},
-                     np.asarray(relabel)[rows], shared[:, :depth], checkpoints)
+        rows = order[start : start + max(1, int((cost <= TABLE_ENTRIES).sum()))]
+        part = _walk(
+            class_ids[rows],
+            class_correct[rows],
+            {kd: v[rows] for kd, v in scores.items()},
+            np.asarray(relabel)[rows],
+            shared[:, :depth],
+            checkpoints,
+        )
         for k, by_name in part.items():
             for name, values in by_name.items():
                 out[k].setdefault(name, np.zeros(p))[rows] = values

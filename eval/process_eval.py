@@ -63,8 +63,12 @@ def arith_first_error(problem: str, solution: str) -> int | None:
             m = _LINE.match(step)
             op, operand = operations[k]
             expected = _apply(value, op, operand)
-            if m is None or (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))) != \
-                    (value, op, operand, expected):
+            if m is None or (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))) != (
+                value,
+                op,
+                operand,
+                expected,
+            ):
                 return k
             value = expected
         elif k == len(operations):
@@ -90,8 +94,14 @@ def first_error_metrics(predicted: Sequence[int | None], labels: Sequence[int]) 
     f1 = None
     if acc_error is not None and acc_correct is not None:
         f1 = 0.0 if acc_error + acc_correct == 0 else 2 * acc_error * acc_correct / (acc_error + acc_correct)
-    return {"acc_erroneous": acc_error, "acc_correct": acc_correct, "f1": f1, "num_erroneous": len(err),
-            "num_correct": len(ok), "unreadable": sum(p is None for p in predicted)}
+    return {
+        "acc_erroneous": acc_error,
+        "acc_correct": acc_correct,
+        "f1": f1,
+        "num_erroneous": len(err),
+        "num_correct": len(ok),
+        "unreadable": sum(p is None for p in predicted),
+    }
 
 
 # --- ProcessBench ------------------------------------------------------------------------------------------
@@ -105,8 +115,15 @@ def load_processbench(path: str | Path) -> list[dict[str, Any]]:
         missing = {"problem", "steps", "label"} - set(r)
         if missing:
             raise ValueError(f"{path}: record {i} lacks {sorted(missing)}")
-        out.append({"id": r.get("id", str(i)), "problem": r["problem"], "steps": list(r["steps"]),
-                    "label": int(r["label"]), "final_answer_correct": str(r.get("final_answer_correct")) == "True"})
+        out.append(
+            {
+                "id": r.get("id", str(i)),
+                "problem": r["problem"],
+                "steps": list(r["steps"]),
+                "label": int(r["label"]),
+                "final_answer_correct": str(r.get("final_answer_correct")) == "True",
+            }
+        )
     return out
 
 
@@ -115,14 +132,18 @@ def tagged_solution(steps: Sequence[str]) -> str:
     return "\n".join(f"<step>{s}</step>" for s in steps)
 
 
-def score_processbench(verifier, records: Sequence[dict], prompt_for=lambda problem: problem + "\n",
-                       batch_size: int = 64) -> dict[str, Any]:
+def score_processbench(
+    verifier, records: Sequence[dict], prompt_for=lambda problem: problem + "\n", batch_size: int = 64
+) -> dict[str, Any]:
     """First-error metrics of a process verifier (its ProcessSampleScore.first_error) on ProcessBench records."""
     predicted: list[int | None] = []
     for start in range(0, len(records), batch_size):
-        part = records[start:start + batch_size]
-        scored = verifier.score([r["problem"] for r in part], [prompt_for(r["problem"]) for r in part],
-                                [[tagged_solution(r["steps"])] for r in part])
+        part = records[start : start + batch_size]
+        scored = verifier.score(
+            [r["problem"] for r in part],
+            [prompt_for(r["problem"]) for r in part],
+            [[tagged_solution(r["steps"])] for r in part],
+        )
         predicted.extend(getattr(row[0], "first_error", None) for row in scored)
     return first_error_metrics(predicted, [r["label"] for r in records])
 
@@ -137,8 +158,9 @@ def sample_solutions(generator_dir: str, problems: list[dict], n: int, max_new_t
     backend = HFBackend(generator_dir, device="cpu", max_batch_rows=512)
     config = PromptConfig.load(generator_dir)
     prompts = [build_prompt(config, p["problem"], backend) for p in problems]
-    samples = backend.generate(prompts, SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new_tokens,
-                                                       seed=seed, stop=list(config.stop)))
+    samples = backend.generate(
+        prompts, SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new_tokens, seed=seed, stop=list(config.stop))
+    )
     return prompts, [[s.text for s in row] for row in samples]
 
 
@@ -161,8 +183,10 @@ def generator_metrics(problems, texts) -> dict[str, float]:
 
 def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
     """Accuracy of weighted voting (tts_engine.aggregate: samples without an answer vote for nothing)."""
-    right = [_vote_right(p, weighted_vote([extract_answer(t) for t in row], srow))
-             for p, row, srow in zip(problems, texts, scores)]
+    right = [
+        _vote_right(p, weighted_vote([extract_answer(t) for t in row], srow))
+        for p, row, srow in zip(problems, texts, scores)
+    ]
     return sum(right) / len(problems)
 
 
@@ -178,8 +202,10 @@ def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batc
         "outcome_bal_acc": balanced_accuracy([s.scores[outcome_kind] for s in flat], right),
         "outcome_auroc": {kind: auroc([s.scores[kind] for s in flat], right) for kind in flat[0].scores},
         "verifier_tokens_per_sample": sum(s.tokens for s in flat) / max(1, len(flat)),
-        "weighted": {kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
-                     for kind in flat[0].scores},
+        "weighted": {
+            kind: weighted_vote_accuracy(problems, texts, [[s.scores[kind] for s in row] for row in scored])
+            for kind in flat[0].scores
+        },
     }
     return metrics, flat
 
@@ -200,9 +226,16 @@ def unified_metrics(verifier, problems, prompts, texts, batch_problems: int = 16
     return _outcome_metrics(verifier, problems, prompts, texts, "verifier_yes_no", batch_problems)[0]
 
 
-def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: str, n: int = 16,
-              limit_per_level: int | None = None, seed: int = 0, verifier_max_new_tokens: int = 48,
-              unified: dict[str, str] | None = None) -> dict[str, Any]:
+def run_table(
+    generators: dict[str, str],
+    verifiers: dict[str, str],
+    out_dir: str,
+    n: int = 16,
+    limit_per_level: int | None = None,
+    seed: int = 0,
+    verifier_max_new_tokens: int = 48,
+    unified: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
@@ -221,8 +254,11 @@ def run_table(generators: dict[str, str], verifiers: dict[str, str], out_dir: st
         _write(out, result)
     _, prompts, texts = first
     for name, path in verifiers.items():
-        verifier = ProcessVerifier(HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path),
-                                   max_new_tokens=verifier_max_new_tokens)
+        verifier = ProcessVerifier(
+            HFBackend(path, device="cpu", max_batch_rows=512),
+            PromptConfig.load(path),
+            max_new_tokens=verifier_max_new_tokens,
+        )
         result["verifiers"][name] = verifier_metrics(verifier, problems, prompts, texts)
         _write(out, result)
     for name, path in (unified or {}).items():
@@ -247,23 +283,35 @@ def _fmt(x) -> str:
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    lines = [f"N = {result['n']} samples per problem, {result['problems']} bundled problems.", "",
-             "| generator | pass@1 | majority@N |", "|---|---|---|"]
+    lines = [
+        f"N = {result['n']} samples per problem, {result['problems']} bundled problems.",
+        "",
+        "| generator | pass@1 | majority@N |",
+        "|---|---|---|",
+    ]
     for name, m in result["generators"].items():
         lines.append(f"| {name} | {_fmt(m['pass_at_1'])} | {_fmt(m['majority'])} |")
-    lines += ["", "| verifier | outcome bal. acc | outcome AUROC | step acc (erroneous) | step acc (correct) | step F1 | "
-              "weighted@N final | weighted@N min | weighted@N prod | weighted@N mean | weighted@N last |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| verifier | outcome bal. acc | outcome AUROC | step acc (erroneous) | step acc (correct) | step F1 | "
+        "weighted@N final | weighted@N min | weighted@N prod | weighted@N mean | weighted@N last |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, m in result["verifiers"].items():
         w, s = m["weighted"], m["step"]
-        lines.append(f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['process_final'])} | "
-                     f"{_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
-                     f"{_fmt(s['f1'])} | " + " | ".join(_fmt(w.get(f'process_{k}')) for k in
-                                                     ("final", "min", "prod", "mean", "last")) + " |")
+        lines.append(
+            f"| {name} | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['process_final'])} | "
+            f"{_fmt(s['acc_erroneous'])} | {_fmt(s['acc_correct'])} | "
+            f"{_fmt(s['f1'])} | "
+            + " | ".join(_fmt(w.get(f"process_{k}")) for k in ("final", "min", "prod", "mean", "last"))
+            + " |"
+        )
     for name, m in result.get("unified", {}).items():
-        lines.append(f"| {name} (Yes/No) | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['verifier_yes_no'])} "
-                     "| - | - | - | "
-                     f"{_fmt(m['weighted'].get('verifier_yes_no'))} | - | - | - | - |")
+        lines.append(
+            f"| {name} (Yes/No) | {_fmt(m['outcome_bal_acc'])} | {_fmt(m['outcome_auroc']['verifier_yes_no'])} "
+            "| - | - | - | "
+            f"{_fmt(m['weighted'].get('verifier_yes_no'))} | - | - | - | - |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -286,7 +334,9 @@ def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description="Generator and process-verifier metrics on the bundled task.")
-    parser.add_argument("--generator", action="append", default=[], help="NAME=DIR (the first one's samples are verified)")
+    parser.add_argument(
+        "--generator", action="append", default=[], help="NAME=DIR (the first one's samples are verified)"
+    )
     parser.add_argument("--verifier", action="append", default=[], help="NAME=DIR of a process verifier")
     parser.add_argument("--unified", action="append", default=[], help="NAME=DIR of a Yes/No verifier, for comparison")
     parser.add_argument("--out", required=True)
@@ -297,8 +347,14 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    result = run_table(_named(args.generator, "--generator"), _named(args.verifier, "--verifier"), args.out,
-                       n=args.n, limit_per_level=args.per_level, unified=_named(args.unified, "--unified"))
+    result = run_table(
+        _named(args.generator, "--generator"),
+        _named(args.verifier, "--verifier"),
+        args.out,
+        n=args.n,
+        limit_per_level=args.per_level,
+        unified=_named(args.unified, "--unified"),
+    )
     print(markdown_table(result))
 
 

@@ -11,8 +11,9 @@ import numpy as np
 from tts_engine.aggregate import vote_classes
 
 
-def loop_vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                       subsets: np.ndarray) -> dict[str, np.ndarray]:
+def loop_vote_accuracy(
+    class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray], subsets: np.ndarray
+) -> dict[str, np.ndarray]:
     """Same contract as voting.vote_accuracy, one subset at a time."""
     names = ["majority"] + [f"{s}:{kind}" for kind in scores for s in ("weighted", "best_of_n")]
     out = {name: np.zeros(class_ids.shape[0]) for name in names}
@@ -28,7 +29,8 @@ def _problem_accuracy(classes, correct, scores, p, subsets) -> dict[str, float]:
         chosen = sorted(int(i) for i in subset)
         ids = [int(classes[i]) for i in chosen]
         plan = [("majority", "majority", None)] + [
-            (f"{s}:{kind}", s, kind) for kind in scores for s in ("weighted", "best_of_n")]
+            (f"{s}:{kind}", s, kind) for kind in scores for s in ("weighted", "best_of_n")
+        ]
         for name, strategy, kind in plan:
             values = None if kind is None else [_score(scores[kind][p, i]) for i in chosen]
             winner = vote_classes(strategy, ids, values).answer_class

@@ -11,8 +11,7 @@ import orjson
 from .compute import AXES
 from .plots import strategy_label
 
-CSV_COLUMNS = ("label", "group_field", "group_value", "strategy", "k", "exact", "accuracy", "se", "se_subsets",
-               *AXES)
+CSV_COLUMNS = ("label", "group_field", "group_value", "strategy", "k", "exact", "accuracy", "se", "se_subsets", *AXES)
 
 
 def write_json(curves: list[dict[str, Any]], path: str | Path) -> Path:
@@ -24,14 +23,23 @@ def write_json(curves: list[dict[str, Any]], path: str | Path) -> Path:
 def csv_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     """All problems first, then each group of each breakdown field (no compute columns there)."""
     rows = []
-    sets = [("", "", c["strategies"])] + [(field, value, group["strategies"]) for field, groups in
-                                          c["groups"].items() for value, group in groups.items()]
+    sets = [("", "", c["strategies"])] + [
+        (field, value, group["strategies"]) for field, groups in c["groups"].items() for value, group in groups.items()
+    ]
     for group_field, group_value, strategies in sets:
         for name, entry in strategies.items():
             for i, k in enumerate(c["k"]):
-                row = {"label": c["label"], "group_field": group_field, "group_value": group_value,
-                       "strategy": name, "k": k, "exact": c["exact"][i] if name != "pass@k" else True,
-                       "accuracy": entry["accuracy"][i], "se": entry["se"][i], "se_subsets": entry["se_subsets"][i]}
+                row = {
+                    "label": c["label"],
+                    "group_field": group_field,
+                    "group_value": group_value,
+                    "strategy": name,
+                    "k": k,
+                    "exact": c["exact"][i] if name != "pass@k" else True,
+                    "accuracy": entry["accuracy"][i],
+                    "se": entry["se"][i],
+                    "se_subsets": entry["se_subsets"][i],
+                }
                 for axis in AXES:
                     values = entry.get("compute", {}).get(axis)
                     row[axis] = values[i] if values is not None else ""
@@ -53,21 +61,30 @@ def format_table(c: dict[str, Any]) -> str:
     """Accuracy per k, efficiency ratios and verifier metrics of one curve set, as plain text."""
     ks = c["k"]
     width = max(30, *(len(strategy_label(n)) + 2 for n in c["strategies"]))
-    lines = [f"== {c['label']}: {c['run'].get('model', 'unknown model')}, {c['num_problems_scored']} problems "
-             f"with a reference, N = {c['num_samples']}, R = {c['num_subsets']} subsets per k",
-             f"{'accuracy at k samples':<{width}}" + "".join(f"{k:>8}" for k in ks) + f"{'s.e.@N':>8}"]
+    lines = [
+        f"== {c['label']}: {c['run'].get('model', 'unknown model')}, {c['num_problems_scored']} problems "
+        f"with a reference, N = {c['num_samples']}, R = {c['num_subsets']} subsets per k",
+        f"{'accuracy at k samples':<{width}}" + "".join(f"{k:>8}" for k in ks) + f"{'s.e.@N':>8}",
+    ]
     for name, entry in c["strategies"].items():
-        lines.append(f"{strategy_label(name):<{width}}" + "".join(f"{a:>8.3f}" for a in entry["accuracy"])
-                     + f"{entry['se'][-1]:>8.3f}")
+        lines.append(
+            f"{strategy_label(name):<{width}}"
+            + "".join(f"{a:>8.3f}" for a in entry["accuracy"])
+            + f"{entry['se'][-1]:>8.3f}"
+        )
     generated = c["strategies"]["majority"]["compute"]["generated_tokens"][-1]
     lines.append(f"generated tokens per problem at k=N: {generated:,.0f}")
-    lines.append(f"efficiency vs majority@{c['num_samples']} = {c['majority_at_n']:.3f} "
-                 "(compute ratio majority@N / strategy at the same accuracy)")
+    lines.append(
+        f"efficiency vs majority@{c['num_samples']} = {c['majority_at_n']:.3f} "
+        "(compute ratio majority@N / strategy at the same accuracy)"
+    )
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
         samples, tokens = axes["samples"], axes["tokens"]
-        lines.append(f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
-                     f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {samples['note']}")
+        lines.append(
+            f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
+            f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {samples['note']}"
+        )
     lines.extend(format_groups(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
     lines.extend(f"note: {note}" for note in c["notes"])
@@ -79,8 +96,9 @@ def format_groups(c: dict[str, Any]) -> list[str]:
     if not c["groups"]:
         return []
     names = list(c["strategies"])
-    short = {name: name.replace("best_of_n", "bon").replace("weighted", "w").replace("verifier_", "v_")
-             for name in names}
+    short = {
+        name: name.replace("best_of_n", "bon").replace("weighted", "w").replace("verifier_", "v_") for name in names
+    }
     width = max(12, *(len(s) + 1 for s in short.values()))
     lines = ["accuracy at k=N by group (w = weighted, bon = best-of-N, v_ = verifier_)"]
     for field, groups in c["groups"].items():
@@ -95,15 +113,19 @@ def format_verifier(metrics: dict[str, Any]) -> list[str]:
     if not metrics:
         return []
     threshold = next(iter(metrics.values()))["threshold"]
-    lines = [f"verifier metrics per sample (threshold {threshold:g}; right = accepted right samples, "
-             "wrong = rejected wrong samples)",
-             f"{'score kind':<22}{'samples':>9}{'right':>8}{'wrong':>8}{'balanced':>10}{'AUROC':>8}"
-             f"{'AUROC/pb':>10}{'ECE':>8}"]
+    lines = [
+        f"verifier metrics per sample (threshold {threshold:g}; right = accepted right samples, "
+        "wrong = rejected wrong samples)",
+        f"{'score kind':<22}{'samples':>9}{'right':>8}{'wrong':>8}{'balanced':>10}{'AUROC':>8}"
+        f"{'AUROC/pb':>10}{'ECE':>8}",
+    ]
     for kind, m in metrics.items():
-        lines.append(f"{kind:<22}{m['num_samples']:>9}{_fmt(m['accuracy_on_right'], 8, '.3f')}"
-                     f"{_fmt(m['accuracy_on_wrong'], 8, '.3f')}{_fmt(m['balanced_accuracy'], 10, '.3f')}"
-                     f"{_fmt(m['auroc'], 8, '.3f')}{_fmt(m['auroc_within_problem'], 10, '.3f')}"
-                     f"{_fmt(m['calibration']['ece'], 8, '.3f')}")
+        lines.append(
+            f"{kind:<22}{m['num_samples']:>9}{_fmt(m['accuracy_on_right'], 8, '.3f')}"
+            f"{_fmt(m['accuracy_on_wrong'], 8, '.3f')}{_fmt(m['balanced_accuracy'], 10, '.3f')}"
+            f"{_fmt(m['auroc'], 8, '.3f')}{_fmt(m['auroc_within_problem'], 10, '.3f')}"
+            f"{_fmt(m['calibration']['ece'], 8, '.3f')}"
+        )
     lines.append("(AUROC/pb: mean AUROC within a problem, over problems with both right and wrong samples)")
     return lines
 

@@ -30,11 +30,23 @@ def synthetic_records(
 ) -> list[dict[str, Any]]:
     """`num_problems` results records with `num_samples` samples each (deterministic for a seed)."""
     rng = np.random.default_rng(seed)
-    run = {"model": "synthetic-1.5b", "num_parameters": num_parameters, "backend": "synthetic",
-           "n": num_samples, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 1024, "seed": seed,
-           "verifier": "unified", "score_norm": "yes_no", "grader": "rule"}
-    return [_problem(i, num_samples, rng, separation, no_answer_rate, tail_rate, text_chars, score_kinds, run)
-            for i in range(num_problems)]
+    run = {
+        "model": "synthetic-1.5b",
+        "num_parameters": num_parameters,
+        "backend": "synthetic",
+        "n": num_samples,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_new_tokens": 1024,
+        "seed": seed,
+        "verifier": "unified",
+        "score_norm": "yes_no",
+        "grader": "rule",
+    }
+    return [
+        _problem(i, num_samples, rng, separation, no_answer_rate, tail_rate, text_chars, score_kinds, run)
+        for i in range(num_problems)
+    ]
 
 
 def _problem(i, n, rng, separation, no_answer_rate, tail_rate, text_chars, score_kinds, run) -> dict[str, Any]:
@@ -52,17 +64,28 @@ def _problem(i, n, rng, separation, no_answer_rate, tail_rate, text_chars, score
         if label >= 0 and label not in order:
             order[label] = len(order)
     tokens = np.maximum(8, rng.lognormal(np.log(300 + 80 * level), 0.4, size=n)).astype(int)
-    samples = [_sample(label, order, tokens[j], rng, separation, text_chars, score_kinds) for j, label in
-               enumerate(labels)]
-    classes = [{"answer": _answer(label), "size": int((labels == label).sum()), "correct": bool(label == 0)}
-               for label in order]
+    samples = [
+        _sample(label, order, tokens[j], rng, separation, text_chars, score_kinds) for j, label in enumerate(labels)
+    ]
+    classes = [
+        {"answer": _answer(label), "size": int((labels == label).sum()), "correct": bool(label == 0)} for label in order
+    ]
     return {
-        "id": f"synthetic/{i}", "problem": f"Problem {i}.", "reference": _answer(0),
+        "id": f"synthetic/{i}",
+        "problem": f"Problem {i}.",
+        "reference": _answer(0),
         "fields": {"level": level, "subject": SUBJECTS[i % len(SUBJECTS)]},
-        "prompt": f"Solve problem {i}.", "samples": samples, "classes": classes, "strategies": {},
-        "compute": {"prompt_tokens": 40, "generated_tokens": int(tokens.sum()),
-                    "verifier_tokens": int(sum(s["verifier_tokens"] for s in samples))},
-        "run": run, "time_s": 0.0,
+        "prompt": f"Solve problem {i}.",
+        "samples": samples,
+        "classes": classes,
+        "strategies": {},
+        "compute": {
+            "prompt_tokens": 40,
+            "generated_tokens": int(tokens.sum()),
+            "verifier_tokens": int(sum(s["verifier_tokens"] for s in samples)),
+        },
+        "run": run,
+        "time_s": 0.0,
     }
 
 
@@ -75,11 +98,15 @@ def _sample(label, order, num_tokens, rng, separation, text_chars, score_kinds) 
         logit = rng.normal(lean * strength, 1.0)
         scores[kind] = round(float(1.0 / (1.0 + np.exp(-logit))), 4)
     return {
-        "text": "x" * text_chars, "answer": _answer(label) if label >= 0 else None,
+        "text": "x" * text_chars,
+        "answer": _answer(label) if label >= 0 else None,
         "answer_class": order[label] if label >= 0 else -1,
-        "answer_status": "ok" if label >= 0 else "no_answer", "correct": bool(right),
-        "num_tokens": int(num_tokens), "finish_reason": "stop" if label >= 0 else "length",
-        "scores": scores, "verifier_tokens": int(num_tokens) + 60,
+        "answer_status": "ok" if label >= 0 else "no_answer",
+        "correct": bool(right),
+        "num_tokens": int(num_tokens),
+        "finish_reason": "stop" if label >= 0 else "length",
+        "scores": scores,
+        "verifier_tokens": int(num_tokens) + 60,
     }
 
 
@@ -87,9 +114,16 @@ def _answer(label: int) -> str | None:
     return None if label < 0 else str(42 + 7 * int(label))
 
 
-def records_from_arrays(class_ids, class_correct, scores: dict[str, Any] | None = None, *,
-                        num_tokens=None, verifier_tokens=None, fields=None,
-                        num_parameters: int | None = 1000) -> list[dict[str, Any]]:
+def records_from_arrays(
+    class_ids,
+    class_correct,
+    scores: dict[str, Any] | None = None,
+    *,
+    num_tokens=None,
+    verifier_tokens=None,
+    fields=None,
+    num_parameters: int | None = 1000,
+) -> list[dict[str, Any]]:
     """Results records for hand-made cases: class_ids (P, N) (-1: no answer), class_correct (P, C) booleans
     (None for a problem: no reference), scores kind -> (P, N), token counts (P, N) (default 10 and 20)."""
     class_ids = np.asarray(class_ids, dtype=np.int64)
@@ -101,15 +135,34 @@ def records_from_arrays(class_ids, class_correct, scores: dict[str, Any] | None 
     records = []
     for i in range(p):
         correct = class_correct[i]
-        samples = [{"answer": None if c < 0 else f"a{c}", "answer_class": int(c),
-                    "correct": None if correct is None else bool(c >= 0 and correct[c]),
-                    "num_tokens": int(num_tokens[i, j]), "verifier_tokens": int(verifier_tokens[i, j]),
-                    "scores": {kind: float(v[i, j]) for kind, v in scores.items()}}
-                   for j, c in enumerate(class_ids[i])]
+        samples = [
+            {
+                "answer": None if c < 0 else f"a{c}",
+                "answer_class": int(c),
+                "correct": None if correct is None else bool(c >= 0 and correct[c]),
+                "num_tokens": int(num_tokens[i, j]),
+                "verifier_tokens": int(verifier_tokens[i, j]),
+                "scores": {kind: float(v[i, j]) for kind, v in scores.items()},
+            }
+            for j, c in enumerate(class_ids[i])
+        ]
         width = int(class_ids[i].max()) + 1
-        classes = [{"answer": f"a{c}", "size": int((class_ids[i] == c).sum()),
-                    "correct": None if correct is None else bool(correct[c])} for c in range(width)]
-        records.append({"id": f"case/{i}", "reference": None if correct is None else "a",
-                        "fields": dict(fields[i]) if fields else {}, "samples": samples, "classes": classes,
-                        "run": run})
+        classes = [
+            {
+                "answer": f"a{c}",
+                "size": int((class_ids[i] == c).sum()),
+                "correct": None if correct is None else bool(correct[c]),
+            }
+            for c in range(width)
+        ]
+        records.append(
+            {
+                "id": f"case/{i}",
+                "reference": None if correct is None else "a",
+                "fields": dict(fields[i]) if fields else {},
+                "samples": samples,
+                "classes": classes,
+                "run": run,
+            }
+        )
     return records

@@ -56,15 +56,23 @@ def reliability(scores: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> d
     ece = float((count * gaps).sum() / count.sum()) if count.sum() else None
     edges = np.linspace(0.0, 1.0, num_bins + 1)
     return {
-        "bins": [{"low": float(edges[b]), "high": float(edges[b + 1]), "count": int(count[b]),
-                  "mean_score": _num(mean_score[b]), "fraction_right": _num(fraction_right[b])}
-                 for b in range(num_bins)],
+        "bins": [
+            {
+                "low": float(edges[b]),
+                "high": float(edges[b + 1]),
+                "count": int(count[b]),
+                "mean_score": _num(mean_score[b]),
+                "fraction_right": _num(fraction_right[b]),
+            }
+            for b in range(num_bins)
+        ],
         "ece": ece,
     }
 
 
-def score_metrics(scores: np.ndarray, labels: np.ndarray, *, threshold: float = 0.5,
-                  num_bins: int = 10) -> dict[str, Any]:
+def score_metrics(
+    scores: np.ndarray, labels: np.ndarray, *, threshold: float = 0.5, num_bins: int = 10
+) -> dict[str, Any]:
     """Metrics of one score kind over (P, N) scores and (P, N) labels (1/0, NaN unknown)."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
@@ -91,8 +99,10 @@ def score_metrics(scores: np.ndarray, labels: np.ndarray, *, threshold: float = 
 
 def verifier_metrics(table: ResultsTable, *, threshold: float = 0.5, num_bins: int = 10) -> dict[str, Any]:
     """Score kind -> score_metrics, for every score kind in the table."""
-    return {kind: score_metrics(values, table.sample_correct, threshold=threshold, num_bins=num_bins)
-            for kind, values in table.scores.items()}
+    return {
+        kind: score_metrics(values, table.sample_correct, threshold=threshold, num_bins=num_bins)
+        for kind, values in table.scores.items()
+    }
 
 
 def _num(value: float) -> float | None:

@@ -19,8 +19,14 @@ def strategy_names(score_kinds: list[str]) -> list[str]:
     return ["majority"] + [f"{s}:{kind}" for kind in score_kinds for s in ("weighted", "best_of_n")]
 
 
-def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                  subsets: np.ndarray, *, impl: str = "auto") -> dict[str, np.ndarray]:
+def vote_accuracy(
+    class_ids: np.ndarray,
+    class_correct: np.ndarray,
+    scores: dict[str, np.ndarray],
+    subsets: np.ndarray,
+    *,
+    impl: str = "auto",
+) -> dict[str, np.ndarray]:
     """Strategy -> (P,) mean correctness of its winner over the R subsets of each problem.
 
     class_ids (P, N) int64 (-1: no answer); class_correct (P, C) bool; scores: kind -> (P, N) float, NaN
@@ -47,8 +53,16 @@ def vote_accuracy(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict
     return out
 
 
-def vote_accuracy_chunked(class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray],
-                          subsets_of, num_subsets: int, k: int, *, impl: str = "auto") -> dict[str, np.ndarray]:
+def vote_accuracy_chunked(
+    class_ids: np.ndarray,
+    class_correct: np.ndarray,
+    scores: dict[str, np.ndarray],
+    subsets_of,
+    num_subsets: int,
+    k: int,
+    *,
+    impl: str = "auto",
+) -> dict[str, np.ndarray]:
     """vote_accuracy over all P problems in chunks; `subsets_of(rows)` gives (p, R, k) indices for row indices.
 
     Problems are taken in order of their number of answer classes, and each chunk's class table is cut to its
@@ -60,11 +74,15 @@ def vote_accuracy_chunked(class_ids: np.ndarray, class_correct: np.ndarray, scor
     step = max(1, ELEMENTS_PER_CALL // max(1, num_subsets * k))
     out: dict[str, np.ndarray] = {}
     for start in range(0, p, step):
-        rows = order[start:start + step]
+        rows = order[start : start + step]
         width = max(1, int(widths[rows].max()))
-        part = vote_accuracy(class_ids[rows], class_correct[rows, :width],
-                             {kind: values[rows] for kind, values in scores.items()}, subsets_of(rows),
-                             impl=impl)
+        part = vote_accuracy(
+            class_ids[rows],
+            class_correct[rows, :width],
+            {kind: values[rows] for kind, values in scores.items()},
+            subsets_of(rows),
+            impl=impl,
+        )
         for name, values in part.items():
             out.setdefault(name, np.zeros(p))[rows] = values
     return out

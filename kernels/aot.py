@@ -46,8 +46,9 @@ def _compile(kernel, signature: dict, constexprs: dict, num_warps: int, num_stag
 
     signature = signature | {name: "constexpr" for name in constexprs}
     source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
-    compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": num_warps, "num_stages": num_stages})
+    compiled = triton.compile(
+        source, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages}
+    )
     registers, spills = _resource_usage(compiled.asm["cubin"])
     return CompileReport(compiled.metadata.shared, registers, spills, "wgmma" in compiled.asm["ptx"])
 
@@ -83,9 +84,16 @@ def subset_vote_report(repeats: int, width: int, is_mask: bool, arch: int = 90):
     """Compile the subset-vote kernel as the launcher would for this many subsets of this width."""
     block_r, block_m, num_warps = vote_tiles(repeats, width, interpret=False)
     _, kernel = _build_vote_kernel(False)
-    signature = {"cls_ptr": "*i32", "score_ptr": "*fp32", "qscore_ptr": "*i64",
-                 "members_ptr": "*u8" if is_mask else "*i64", "num_cls_ptr": "*i32",
-                 "maj_ptr": "*i64", "wtd_ptr": "*i64", "bon_ptr": "*i64"}
+    signature = {
+        "cls_ptr": "*i32",
+        "score_ptr": "*fp32",
+        "qscore_ptr": "*i64",
+        "members_ptr": "*u8" if is_mask else "*i64",
+        "num_cls_ptr": "*i32",
+        "maj_ptr": "*i64",
+        "wtd_ptr": "*i64",
+        "bon_ptr": "*i64",
+    }
     signature |= {name: "i32" for name in ("repeats", "n_samples", "width", "stride_mp", "stride_mr")}
     constexprs = {"IS_MASK": is_mask, "BLOCK_R": block_r, "BLOCK_M": block_m}
     return _compile(kernel, signature, constexprs, num_warps, 3, arch)

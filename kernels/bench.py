@@ -150,8 +150,14 @@ def sweep_score_tiles(device, repeats) -> list[Row]:
     """Time candidate GPU tiles of the verifier-score kernel at B=4096, D=3584, V=152k and B=256."""
     from .verifier_score import ScoreTiles, verifier_score_triton
 
-    candidates = [(128, 128, 32, 8), (128, 128, 64, 8), (64, 128, 32, 8), (64, 128, 64, 4),
-                  (128, 256, 32, 8), (128, 64, 64, 4)]
+    candidates = [
+        (128, 128, 32, 8),
+        (128, 128, 64, 8),
+        (64, 128, 32, 8),
+        (64, 128, 64, 4),
+        (128, 256, 32, 8),
+        (128, 64, 64, 4),
+    ]
     rows = []
     for batch in (4096, 256):
         hidden = torch.randn(batch, 3584, device=device, dtype=torch.bfloat16)
@@ -180,16 +186,23 @@ def print_aot_report() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small shapes (what a CPU can do)")
     parser.add_argument("--only", choices=("score", "vote"), help="run one op only")
-    parser.add_argument("--impl", action="append", choices=("naive", "torch", "triton"),
-                        help="implementations to run (repeatable; default: all that apply)")
+    parser.add_argument(
+        "--impl",
+        action="append",
+        choices=("naive", "torch", "triton"),
+        help="implementations to run (repeatable; default: all that apply)",
+    )
     parser.add_argument("--repeats", type=int, help="timed calls per row (default 10 on GPU, 2 on CPU)")
     parser.add_argument("--sweep", action="store_true", help="GPU: time candidate verifier-score tiles")
-    parser.add_argument("--score-shape", action="append", metavar="B,D,V",
-                        help="verifier-score shape instead of the defaults (repeatable)")
+    parser.add_argument(
+        "--score-shape",
+        action="append",
+        metavar="B,D,V",
+        help="verifier-score shape instead of the defaults (repeatable)",
+    )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--aot", action="store_true", help="compile for sm_90 and report resources")
     args = parser.parse_args(argv)

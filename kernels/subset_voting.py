@@ -51,9 +51,22 @@ def _build_kernel(interpret: bool):
 
     @triton.jit
     def subset_vote_kernel(
-        cls_ptr, score_ptr, qscore_ptr, members_ptr, num_cls_ptr, maj_ptr, wtd_ptr, bon_ptr,
-        repeats, n_samples, width, stride_mp, stride_mr,
-        IS_MASK: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_M: tl.constexpr,
+        cls_ptr,
+        score_ptr,
+        qscore_ptr,
+        members_ptr,
+        num_cls_ptr,
+        maj_ptr,
+        wtd_ptr,
+        bon_ptr,
+        repeats,
+        n_samples,
+        width,
+        stride_mp,
+        stride_mr,
+        IS_MASK: tl.constexpr,
+        BLOCK_R: tl.constexpr,
+        BLOCK_M: tl.constexpr,
     ):
         p = tl.program_id(0).to(tl.int64)
         rows = tl.program_id(1) * BLOCK_R + tl.arange(0, BLOCK_R)  # (BLOCK_R,)
@@ -129,7 +142,9 @@ def vote_tiles(repeats: int, width: int, interpret: bool) -> tuple[int, int, int
 
 
 def subset_vote_triton(
-    class_ids: torch.Tensor, scores: torch.Tensor, subsets: torch.Tensor,
+    class_ids: torch.Tensor,
+    scores: torch.Tensor,
+    subsets: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Launch the kernel on validated inputs: (majority, weighted, best_of_n), each (P, R) int64."""
     interpret = interpreter_enabled()
@@ -143,10 +158,21 @@ def subset_vote_triton(
         return tuple(outs)
     block_r, block_m, num_warps = vote_tiles(repeats, width, interpret)
     kernel[(problems, triton.cdiv(repeats, block_r))](
-        class_ids.to(torch.int32).contiguous(), scores.float().contiguous(),
-        quantize_scores(scores).contiguous(), members, num_cls, *outs,
-        repeats, class_ids.shape[1], width, members.stride(0), members.stride(1),
-        IS_MASK=is_mask, BLOCK_R=block_r, BLOCK_M=block_m, num_warps=num_warps,
+        class_ids.to(torch.int32).contiguous(),
+        scores.float().contiguous(),
+        quantize_scores(scores).contiguous(),
+        members,
+        num_cls,
+        *outs,
+        repeats,
+        class_ids.shape[1],
+        width,
+        members.stride(0),
+        members.stride(1),
+        IS_MASK=is_mask,
+        BLOCK_R=block_r,
+        BLOCK_M=block_m,
+        num_warps=num_warps,
     )
     return tuple(outs)
 
@@ -161,26 +187,22 @@ def _validate(class_ids, scores, subsets, class_correct) -> int:
         raise ValueError(f"class_ids must be a 2-D integer tensor (P, N), got {_describe(class_ids)}")
     problems, n_samples = class_ids.shape
     if scores.shape != class_ids.shape or not scores.dtype.is_floating_point:
-        raise ValueError(f"scores must be a float tensor of shape {(problems, n_samples)}, "
-                         f"got {_describe(scores)}")
+        raise ValueError(f"scores must be a float tensor of shape {(problems, n_samples)}, got {_describe(scores)}")
     outside = ~((scores >= 0) & (scores <= 1))  # nan included
     if bool(outside.any()):
         raise ValueError(f"scores must lie in [0, 1], got {scores[outside][0].item()}")
     if class_ids.numel() and int(class_ids.min()) < -1:
         raise ValueError(f"class_ids must be >= -1 (-1 = no answer), got {int(class_ids.min())}")
     if subsets.dim() != 3 or subsets.shape[0] != problems:
-        raise ValueError(f"subsets must be (P={problems}, R, k) indices or (P, R, N) bool, "
-                         f"got {_describe(subsets)}")
+        raise ValueError(f"subsets must be (P={problems}, R, k) indices or (P, R, N) bool, got {_describe(subsets)}")
     _validate_subsets(subsets, n_samples)
     top = max(int(class_ids.max()) + 1, 0) if class_ids.numel() else 0
     if class_correct is None:
         return top
     if class_correct.dim() != 2 or class_correct.shape[0] != problems or class_correct.dtype != torch.bool:
-        raise ValueError(f"class_correct must be a bool tensor (P={problems}, C), "
-                         f"got {_describe(class_correct)}")
+        raise ValueError(f"class_correct must be a bool tensor (P={problems}, C), got {_describe(class_correct)}")
     if top > class_correct.shape[1]:
-        raise ValueError(f"class_ids must be below C={class_correct.shape[1]} (class_correct's width), "
-                         f"got {top - 1}")
+        raise ValueError(f"class_ids must be below C={class_correct.shape[1]} (class_correct's width), got {top - 1}")
     return top
 
 
@@ -210,8 +232,12 @@ def _accuracy(winners: dict[str, torch.Tensor], class_correct: torch.Tensor) -> 
 
 
 def subset_vote(
-    class_ids: torch.Tensor, scores: torch.Tensor, subsets: torch.Tensor,
-    class_correct: torch.Tensor | None = None, *, impl: str = "auto",
+    class_ids: torch.Tensor,
+    scores: torch.Tensor,
+    subsets: torch.Tensor,
+    class_correct: torch.Tensor | None = None,
+    *,
+    impl: str = "auto",
 ) -> SubsetVotes:
     """Majority, weighted and best-of-N winners of R subsets per problem, and their mean accuracies.
 

@@ -34,8 +34,12 @@ def quantize_scores(scores: torch.Tensor) -> torch.Tensor:
 
 
 def subset_vote_reference(
-    class_ids: torch.Tensor, scores: torch.Tensor, subsets: torch.Tensor, num_classes: int,
-    *, block_elements: int | None = None,
+    class_ids: torch.Tensor,
+    scores: torch.Tensor,
+    subsets: torch.Tensor,
+    num_classes: int,
+    *,
+    block_elements: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(majority, weighted, best_of_n), each (P, R) int64, for validated inputs.
 
@@ -74,8 +78,9 @@ def best_of_n_rank(class_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tenso
     # a stable ascending sort of samples listed by descending index: equal scores keep the smaller
     # index last, that is, ranked higher
     order = descending_index[scores[:, descending_index].argsort(dim=1, stable=True)]  # (P, N) sample ids
-    rank = torch.empty_like(order).scatter_(1, order, torch.arange(1, n_samples + 1, device=scores.device)
-                                            .expand_as(order).contiguous())
+    rank = torch.empty_like(order).scatter_(
+        1, order, torch.arange(1, n_samples + 1, device=scores.device).expand_as(order).contiguous()
+    )
     return torch.where(class_ids >= 0, rank, 0)
 
 
@@ -88,8 +93,12 @@ def _members(subsets: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch
 
 
 def _vote_block(
-    class_ids: torch.Tensor, qscores: torch.Tensor, rank: torch.Tensor,
-    sample: torch.Tensor, member: torch.Tensor | None, num_classes: int,
+    class_ids: torch.Tensor,
+    qscores: torch.Tensor,
+    rank: torch.Tensor,
+    sample: torch.Tensor,
+    member: torch.Tensor | None,
+    num_classes: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Winners for one block of problems; class_ids etc. (p, N), sample and member (p, R, M)."""
     p, repeats, width = sample.shape

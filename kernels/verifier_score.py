@@ -83,9 +83,25 @@ def _build_kernel(interpret: bool):
 
     @triton.jit
     def verifier_score_kernel(
-        h_ptr, w_ptr, part_max_ptr, part_sum_ptr, part_yes_ptr, part_no_ptr,
-        batch, vocab, dim, stride_hb, stride_wv, yes_id, no_id, v_per_split, splits,
-        BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr, BLOCK_D: tl.constexpr, UPCAST: tl.constexpr,
+        h_ptr,
+        w_ptr,
+        part_max_ptr,
+        part_sum_ptr,
+        part_yes_ptr,
+        part_no_ptr,
+        batch,
+        vocab,
+        dim,
+        stride_hb,
+        stride_wv,
+        yes_id,
+        no_id,
+        v_per_split,
+        splits,
+        BLOCK_B: tl.constexpr,
+        BLOCK_V: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        UPCAST: tl.constexpr,
     ):
         pid_b = tl.program_id(0)
         pid_s = tl.program_id(1)
@@ -140,7 +156,11 @@ def _split_vocab(vocab: int, row_blocks: int, tiles: ScoreTiles) -> tuple[int, i
 
 
 def verifier_score_triton(
-    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int, tiles: ScoreTiles | None = None,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    yes_id: int,
+    no_id: int,
+    tiles: ScoreTiles | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch the kernel and fold its per-split partials: (logp_yes, logp_no), each (B,) fp32."""
     interpret = interpreter_enabled()
@@ -154,11 +174,27 @@ def verifier_score_triton(
     v_per_split, splits = _split_vocab(vocab, row_blocks, tiles)
     parts = torch.empty((4, batch, splits), dtype=torch.float32, device=hidden.device)  # max, sum, yes, no
     kernel[(row_blocks, splits)](
-        hidden, weight, parts[0], parts[1], parts[2], parts[3],
-        batch, vocab, dim, hidden.stride(0), weight.stride(0), yes_id, no_id, v_per_split, splits,
-        BLOCK_B=tiles.block_b, BLOCK_V=tiles.block_v, BLOCK_D=tiles.block_d,
+        hidden,
+        weight,
+        parts[0],
+        parts[1],
+        parts[2],
+        parts[3],
+        batch,
+        vocab,
+        dim,
+        hidden.stride(0),
+        weight.stride(0),
+        yes_id,
+        no_id,
+        v_per_split,
+        splits,
+        BLOCK_B=tiles.block_b,
+        BLOCK_V=tiles.block_v,
+        BLOCK_D=tiles.block_d,
         UPCAST=interpret and hidden.dtype != torch.float32,
-        num_warps=tiles.num_warps, num_stages=tiles.num_stages,
+        num_warps=tiles.num_warps,
+        num_stages=tiles.num_stages,
     )
     part_max, part_sum = parts[0], parts[1]  # (B, splits)
     top = part_max.amax(dim=1)  # (B,)
@@ -174,8 +210,7 @@ def _validate(hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: in
         raise ValueError(f"weight must be 2-D (V, D), got shape {tuple(weight.shape)}")
     if hidden.shape[1] != weight.shape[1]:
         raise ValueError(
-            f"hidden and weight must share D, got hidden {tuple(hidden.shape)} "
-            f"and weight {tuple(weight.shape)}"
+            f"hidden and weight must share D, got hidden {tuple(hidden.shape)} and weight {tuple(weight.shape)}"
         )
     for name, t in (("hidden", hidden), ("weight", weight)):
         if t.dtype not in SUPPORTED_DTYPES:
@@ -191,7 +226,12 @@ def _validate(hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: in
 
 
 def fused_verifier_score(
-    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int, *, impl: str = "auto",
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    yes_id: int,
+    no_id: int,
+    *,
+    impl: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """log P(Yes) and log P(No) under the full-vocabulary softmax of hidden @ weight.T; each (B,) fp32.
 
@@ -222,7 +262,6 @@ def yes_no_score(logp_yes: torch.Tensor, logp_no: torch.Tensor) -> torch.Tensor:
     """
     if logp_yes.shape != logp_no.shape:
         raise ValueError(
-            f"logp_yes and logp_no must have one shape, got {tuple(logp_yes.shape)} "
-            f"and {tuple(logp_no.shape)}"
+            f"logp_yes and logp_no must have one shape, got {tuple(logp_yes.shape)} and {tuple(logp_no.shape)}"
         )
     return torch.sigmoid(logp_yes.float() - logp_no.float())

@@ -19,8 +19,12 @@ MAX_ROWS = 4096
 
 
 def verifier_score_reference(
-    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int,
-    *, block_elements: int = BLOCK_ELEMENTS,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    yes_id: int,
+    no_id: int,
+    *,
+    block_elements: int = BLOCK_ELEMENTS,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(logp_yes, logp_no), each (B,) fp32, from hidden (B, D) and LM head weight (V, D); memory bounded."""
     batch, dim = hidden.shape
@@ -30,21 +34,25 @@ def verifier_score_reference(
     logp_yes = torch.empty(batch, dtype=torch.float32, device=hidden.device)
     logp_no = torch.empty_like(logp_yes)
     for b0 in range(0, batch, rows):
-        h = hidden[b0:b0 + rows].float()  # (rows, D)
+        h = hidden[b0 : b0 + rows].float()  # (rows, D)
         lse, yes, no = _row_block_scores(h, weight, yes_id, no_id, cols)
-        logp_yes[b0:b0 + rows] = yes - lse
-        logp_no[b0:b0 + rows] = no - lse
+        logp_yes[b0 : b0 + rows] = yes - lse
+        logp_no[b0 : b0 + rows] = no - lse
     return logp_yes, logp_no
 
 
 def _row_block_scores(
-    h: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int, cols: int,
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    yes_id: int,
+    no_id: int,
+    cols: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Logsumexp over the vocabulary and the two logits for one block of rows, streaming V in blocks."""
     lse = torch.full((h.shape[0],), float("-inf"), dtype=torch.float32, device=h.device)
     yes = no = None
     for v0 in range(0, weight.shape[0], cols):
-        logits = h @ weight[v0:v0 + cols].float().T  # (rows, cols)
+        logits = h @ weight[v0 : v0 + cols].float().T  # (rows, cols)
         if v0 <= yes_id < v0 + cols:
             yes = logits[:, yes_id - v0].clone()
         if v0 <= no_id < v0 + cols:
@@ -54,7 +62,10 @@ def _row_block_scores(
 
 
 def verifier_score_naive(
-    hidden: torch.Tensor, weight: torch.Tensor, yes_id: int, no_id: int,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    yes_id: int,
+    no_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The torch way: all (B, V) logits in fp32 at once. The benchmark's baseline."""
     logits = hidden.float() @ weight.float().T  # (B, V)

@@ -39,8 +39,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--limit", type=int, default=40, help="at most this many problems (after the level filter)")
     ap.add_argument("--verifier", default="unified", choices=["unified", "none"])
     ap.add_argument("--confidence-from", help="strategy key for confidence and accuracy (default: the headline)")
-    ap.add_argument("--confidence-over", default="answered", choices=["answered", "all"],
-                    help="confidence as a share of the answered samples or of all samples")
+    ap.add_argument(
+        "--confidence-over",
+        default="answered",
+        choices=["answered", "all"],
+        help="confidence as a share of the answered samples or of all samples",
+    )
     ap.add_argument("--n", type=int, default=8, help="samples per problem of the length runs")
     ap.add_argument("--budgets", default="32,64,128", help="token budgets of the length runs")
     ap.add_argument("--fixed-n", default="2,4,8,16", help="sample counts of the fixed-N runs")
@@ -64,8 +68,10 @@ def pick_model(model: str | None) -> tuple[str | None, str]:
         return model, f"model: {model}"
     if (DEFAULT_MODEL / "config.json").is_file():
         return None, f"model: the embedded default ({DEFAULT_MODEL})"
-    return None, ("model: NO embedded default is installed; serving a random tiny model, so accuracy is ~0 and "
-                  "only the token accounting is meaningful")
+    return None, (
+        "model: NO embedded default is installed; serving a random tiny model, so accuracy is ~0 and "
+        "only the token accounting is meaningful"
+    )
 
 
 def pick_problems(path: str | None, levels: str, limit: int):
@@ -81,13 +87,17 @@ def pick_problems(path: str | None, levels: str, limit: int):
 def summarize(name: str, family: str, records: list[dict[str, Any]], key: str, **extra) -> dict[str, Any]:
     """Accuracy of `key` and tokens per problem of one run."""
     graded = [r for r in records if r["reference"] is not None]
-    verifier = [r["adaptive"]["verifier_tokens_spent"] if "adaptive" in r else r["compute"]["verifier_tokens"]
-                for r in records]
+    verifier = [
+        r["adaptive"]["verifier_tokens_spent"] if "adaptive" in r else r["compute"]["verifier_tokens"] for r in records
+    ]
     return {
-        "run": name, "family": family, "problems": len(records),
+        "run": name,
+        "family": family,
+        "problems": len(records),
         "accuracy": sum(bool(r["strategies"][key]["correct"]) for r in graded) / max(1, len(graded)),
         "generated_tokens": sum(r["compute"]["generated_tokens"] for r in records) / max(1, len(records)),
-        "verifier_tokens": sum(verifier) / max(1, len(records)), **extra,
+        "verifier_tokens": sum(verifier) / max(1, len(records)),
+        **extra,
     }
 
 
@@ -103,19 +113,29 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
         rows.append(summarize(name, "fixed length", records, key, setting=f"N={args.n}, {budget} tokens"))
     for k in fixed_ns:
         name = f"fixed-n-{k}"
-        records = engine.solve(problems, n=k, max_new_tokens=args.max_new_tokens, out=out_dir / f"{name}.jsonl",
-                               **common)
+        records = engine.solve(
+            problems, n=k, max_new_tokens=args.max_new_tokens, out=out_dir / f"{name}.jsonl", **common
+        )
         rows.append(summarize(name, "fixed N", records, key, setting=f"N={k}, {args.max_new_tokens} tokens"))
     for tau in taus:
         name = f"adaptive-length-{args.confidence_over}-tau{tau}"
-        records = solve_adaptive_length(engine, problems, n=args.n, budgets=budgets, tau=tau,
-                                        out=out_dir / f"{name}.jsonl", **adaptive)
+        records = solve_adaptive_length(
+            engine, problems, n=args.n, budgets=budgets, tau=tau, out=out_dir / f"{name}.jsonl", **adaptive
+        )
         rows.append(summarize(name, "adaptive length", records, key, tau=tau, setting=f"tau={tau}"))
     for tau in taus:
         name = f"adaptive-n-{args.confidence_over}-tau{tau}"
-        records = solve_adaptive_n(engine, problems, wave=args.wave, min_n=args.min_n, max_n=max(fixed_ns),
-                                   tau=tau, max_new_tokens=args.max_new_tokens, out=out_dir / f"{name}.jsonl",
-                                   **adaptive)
+        records = solve_adaptive_n(
+            engine,
+            problems,
+            wave=args.wave,
+            min_n=args.min_n,
+            max_n=max(fixed_ns),
+            tau=tau,
+            max_new_tokens=args.max_new_tokens,
+            out=out_dir / f"{name}.jsonl",
+            **adaptive,
+        )
         mean_n = sum(r["adaptive"]["n_used"] for r in records) / max(1, len(records))
         rows.append(summarize(name, "adaptive N", records, key, tau=tau, setting=f"tau={tau}, mean N={mean_n:.1f}"))
     return rows
@@ -124,8 +144,10 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
 def format_table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'run':<34}{'setting':<28}{'accuracy':>9}{'gen tok/problem':>17}{'verifier tok/problem':>22}"]
     for r in rows:
-        lines.append(f"{r['run']:<34}{r['setting']:<28}{r['accuracy']:>9.3f}{r['generated_tokens']:>17.1f}"
-                     f"{r['verifier_tokens']:>22.1f}")
+        lines.append(
+            f"{r['run']:<34}{r['setting']:<28}{r['accuracy']:>9.3f}{r['generated_tokens']:>17.1f}"
+            f"{r['verifier_tokens']:>22.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -136,9 +158,11 @@ def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
         family = sorted((r for r in rows if r["family"] == fixed), key=lambda r: r["generated_tokens"])
         smallest, largest = family[0], family[-1]
         if largest["accuracy"] <= smallest["accuracy"]:
-            lines.append(f"{adaptive}: not informative: more fixed compute buys nothing here ({smallest['run']} "
-                         f"{smallest['accuracy']:.3f}, {largest['run']} {largest['accuracy']:.3f}), so matching "
-                         "the largest setting is cheap for any strategy")
+            lines.append(
+                f"{adaptive}: not informative: more fixed compute buys nothing here ({smallest['run']} "
+                f"{smallest['accuracy']:.3f}, {largest['run']} {largest['accuracy']:.3f}), so matching "
+                "the largest setting is cheap for any strategy"
+            )
             continue
         matching = [r for r in rows if r["family"] == adaptive and r["accuracy"] >= largest["accuracy"]]
         if not matching:
@@ -147,9 +171,11 @@ def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
         best = min(matching, key=lambda r: r["generated_tokens"])
         ratio = best["generated_tokens"] / max(1e-9, largest["generated_tokens"])
         verdict = "goal met" if ratio <= GOAL_TOKEN_FRACTION else "goal NOT met"
-        lines.append(f"{adaptive}: {best['run']} reaches accuracy {best['accuracy']:.3f} (>= {largest['run']}'s "
-                     f"{largest['accuracy']:.3f}) with {ratio:.0%} of its generated tokens: {verdict} "
-                     f"(<= {GOAL_TOKEN_FRACTION:.0%})")
+        lines.append(
+            f"{adaptive}: {best['run']} reaches accuracy {best['accuracy']:.3f} (>= {largest['run']}'s "
+            f"{largest['accuracy']:.3f}) with {ratio:.0%} of its generated tokens: {verdict} "
+            f"(<= {GOAL_TOKEN_FRACTION:.0%})"
+        )
     return lines
 
 
@@ -160,21 +186,37 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    styles = {"fixed length": ("tab:blue", "o"), "fixed N": ("tab:orange", "s"),
-              "adaptive length": ("tab:blue", "-"), "adaptive N": ("tab:orange", "-")}
+    styles = {
+        "fixed length": ("tab:blue", "o"),
+        "fixed N": ("tab:orange", "s"),
+        "adaptive length": ("tab:blue", "-"),
+        "adaptive N": ("tab:orange", "-"),
+    }
     for family, (colour, style) in styles.items():
         part = sorted((r for r in rows if r["family"] == family), key=lambda r: r["generated_tokens"])
         xs, ys = [r["generated_tokens"] for r in part], [r["accuracy"] for r in part]
         if family.startswith("fixed"):
             ax.scatter(xs, ys, color=colour, marker=style, label=family, zorder=3)
             for r in part:
-                ax.annotate(r["setting"].split(",")[0 if family == "fixed N" else 1].strip(), (r["generated_tokens"],
-                            r["accuracy"]), textcoords="offset points", xytext=(4, -10), fontsize=7, color=colour)
+                ax.annotate(
+                    r["setting"].split(",")[0 if family == "fixed N" else 1].strip(),
+                    (r["generated_tokens"], r["accuracy"]),
+                    textcoords="offset points",
+                    xytext=(4, -10),
+                    fontsize=7,
+                    color=colour,
+                )
         else:
             ax.plot(xs, ys, style, color=colour, marker=".", label=f"{family} (tau sweep)", alpha=0.8)
             for r in part:
-                ax.annotate(f"{r['tau']:g}", (r["generated_tokens"], r["accuracy"]), textcoords="offset points",
-                            xytext=(3, 4), fontsize=7, color=colour)
+                ax.annotate(
+                    f"{r['tau']:g}",
+                    (r["generated_tokens"], r["accuracy"]),
+                    textcoords="offset points",
+                    xytext=(3, 4),
+                    fontsize=7,
+                    color=colour,
+                )
     ax.set_xscale("log")
     ax.set_ylim(0, min(1.0, max(0.1, 1.15 * max(r["accuracy"] for r in rows))))
     ax.set_xlabel("generated tokens per problem (log scale)")
@@ -197,11 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     key = confidence_key(engine, args.confidence_from)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"problems: {len(problems)} (levels {args.levels or 'all'}); confidence and accuracy from {key}",
-          flush=True)
+    print(f"problems: {len(problems)} (levels {args.levels or 'all'}); confidence and accuracy from {key}", flush=True)
     rows = run_all(engine, problems, args, key, out_dir)
-    report = "\n".join([model_line, f"problems: {len(problems)}, strategy: {key}", format_table(rows),
-                        *goal_lines(rows)])
+    report = "\n".join(
+        [model_line, f"problems: {len(problems)}, strategy: {key}", format_table(rows), *goal_lines(rows)]
+    )
     print(format_table(rows))
     print("\n".join(goal_lines(rows)))
     (out_dir / "table.txt").write_text(report + "\n")

@@ -115,8 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.exit(f"data file {args.data} not found (pass --data PATH to math500.jsonl)")
     references = [json.loads(line)["answer"] for line in args.data.read_text().splitlines() if line.strip()]
     rng = random.Random(args.seed)
-    problems = [make_problem(references[i % len(references)], references, args.samples, rng)
-                for i in range(args.problems)]
+    problems = [
+        make_problem(references[i % len(references)], references, args.samples, rng) for i in range(args.problems)
+    ]
     total = sum(len(p) for p in problems)
 
     with CheckPool(processes=args.processes) as pool:
@@ -132,11 +133,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.problems} problems x {args.samples} samples = {total:,} answers\n")
     print("| method | seconds | answers/s | classes per problem | math checks |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| tts-engine group_answers_batch ({args.processes} workers) | {ours_s:.1f} | {total / ours_s:,.0f} | "
-          f"{sum(c.num_classes for c in ours) / len(ours):.2f} | {sum(c.math_checks for c in ours):,} |")
+    print(
+        f"| tts-engine group_answers_batch ({args.processes} workers) | {ours_s:.1f} | {total / ours_s:,.0f} | "
+        f"{sum(c.num_classes for c in ours) / len(ours):.2f} | {sum(c.math_checks for c in ours):,} |"
+    )
     plain_classes = sum(max(ids, default=-1) + 1 for ids in plain) / len(plain)
-    print(f"| greedy + plain math_verify.verify (1 process) | {plain_s:.1f} | {total / plain_s:,.0f} | "
-          f"{plain_classes:.2f} | - |")
+    print(
+        f"| greedy + plain math_verify.verify (1 process) | {plain_s:.1f} | {total / plain_s:,.0f} | "
+        f"{plain_classes:.2f} | - |"
+    )
     print(f"\nspeed-up {plain_s / ours_s:.1f}x; identical partitions on {same}/{len(problems)} problems")
     return 0
 

@@ -56,8 +56,10 @@ def timed(fn, name: str | None = None):
 def main() -> None:
     args = parse_args()
     print(f"load average (machine shared): {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"synthetic results: {args.problems} problems x {args.samples} samples, R = {args.subsets}, "
-          f"3 score kinds, {args.text_chars} text characters per sample")
+    print(
+        f"synthetic results: {args.problems} problems x {args.samples} samples, R = {args.subsets}, "
+        f"3 score kinds, {args.text_chars} text characters per sample"
+    )
     records = synthetic_records(args.problems, args.samples, seed=0, text_chars=args.text_chars)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "results.jsonl"
@@ -72,21 +74,35 @@ def main() -> None:
     loop_s, batched_part_s, agree = loop_versus_batched(table, args)
     scale = args.problems / args.loop_problems
     rows = [
-        ("load results JSONL (orjson)", f"{load_s:.2f} s", f"measured, {size_mb:.0f} MB file, "
-         f"CPU {CPU_SECONDS['load']:.2f} s"),
+        (
+            "load results JSONL (orjson)",
+            f"{load_s:.2f} s",
+            f"measured, {size_mb:.0f} MB file, CPU {CPU_SECONDS['load']:.2f} s",
+        ),
         ("curves, batched (all k, all strategies)", f"{curve_s:.2f} s", f"measured, CPU {CPU_SECONDS['curves']:.2f} s"),
         ("verifier metrics", f"{metrics_s:.2f} s", f"measured, CPU {CPU_SECONDS['metrics']:.2f} s"),
-        (f"voting accuracy, batched, {args.loop_problems} problems", f"{batched_part_s:.3f} s",
-         f"measured, CPU {CPU_SECONDS['batched_part']:.3f} s"),
-        (f"voting accuracy, Python loop, {args.loop_problems} problems", f"{loop_s:.2f} s",
-         f"measured, CPU {CPU_SECONDS['loop']:.2f} s"),
-        (f"voting accuracy, Python loop, {args.problems} problems", f"{loop_s * scale:.0f} s",
-         f"EXTRAPOLATED x{scale:g} from {args.loop_problems} problems, CPU {CPU_SECONDS['loop'] * scale:.0f} s"),
+        (
+            f"voting accuracy, batched, {args.loop_problems} problems",
+            f"{batched_part_s:.3f} s",
+            f"measured, CPU {CPU_SECONDS['batched_part']:.3f} s",
+        ),
+        (
+            f"voting accuracy, Python loop, {args.loop_problems} problems",
+            f"{loop_s:.2f} s",
+            f"measured, CPU {CPU_SECONDS['loop']:.2f} s",
+        ),
+        (
+            f"voting accuracy, Python loop, {args.problems} problems",
+            f"{loop_s * scale:.0f} s",
+            f"EXTRAPOLATED x{scale:g} from {args.loop_problems} problems, CPU {CPU_SECONDS['loop'] * scale:.0f} s",
+        ),
     ]
     for name, value, how in rows:
         print(f"{name:<52}{value:>12}   {how}")
-    print(f"speed-up of the batched curves over the extrapolated loop: {loop_s * scale / curve_s:.0f}x wall, "
-          f"{CPU_SECONDS['loop'] * scale / CPU_SECONDS['curves']:.0f}x CPU")
+    print(
+        f"speed-up of the batched curves over the extrapolated loop: {loop_s * scale / curve_s:.0f}x wall, "
+        f"{CPU_SECONDS['loop'] * scale / CPU_SECONDS['curves']:.0f}x CPU"
+    )
     print(f"batched and loop per-problem accuracies agree on the looped problems: max |diff| = {agree:.2e}")
     print(f"majority@{table.num_samples} = {curves['majority_at_n']:.3f}")
 
@@ -95,15 +111,17 @@ def loop_versus_batched(table, args) -> tuple[float, float, float]:
     """(loop seconds, batched seconds, max |difference|) over the first --loop-problems problems, all k."""
     part = table.select(np.arange(min(args.loop_problems, table.num_problems)))
     ks = subset_sizes(part.num_samples)
-    batched, batched_s = timed(lambda: per_problem_accuracy(part, ks, num_subsets=args.subsets,
-                                                            impl=args.vote_impl), "batched_part")
+    batched, batched_s = timed(
+        lambda: per_problem_accuracy(part, ks, num_subsets=args.subsets, impl=args.vote_impl), "batched_part"
+    )
     drawer = SubsetDrawer(part.ids, part.num_samples, args.subsets, seed=0)
     loop_s = diff = 0.0
     CPU_SECONDS["loop"] = 0.0
     for i, k in enumerate(ks):
         subsets = drawer.subsets(k, np.arange(part.num_problems))
-        looped, seconds = timed(lambda s=subsets: loop_vote_accuracy(part.class_ids, part.class_correct, part.scores,
-                                                                     s), "loop_k")
+        looped, seconds = timed(
+            lambda s=subsets: loop_vote_accuracy(part.class_ids, part.class_correct, part.scores, s), "loop_k"
+        )
         loop_s += seconds
         CPU_SECONDS["loop"] += CPU_SECONDS["loop_k"]
         diff = max(diff, max(float(np.abs(looped[name] - batched[name][i]).max()) for name in looped))

@@ -72,41 +72,59 @@ def fresh(path: Path) -> Path:
 def run_all(args, engine, problems) -> list[dict[str, Any]]:
     kind = f"verifier_{engine.score_norm}" if args.verifier == "unified" else "process"
     step = f"step_{args.step_aggregation}"
-    config = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation,
-                          lookahead=args.lookahead)
+    config = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation, lookahead=args.lookahead)
     common = dict(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed, progress=False)
     out = Path(args.out)
     rows = []
     for n in [int(x) for x in args.ns.split(",")]:
         runs = {
             "best-of-n": lambda: engine.solve(problems, n=n, out=fresh(out / f"bon_{n}.jsonl"), **common),
-            "beam": lambda: solve_search(engine, problems, "beam", config, n=n, out=fresh(out / f"beam_{n}.jsonl"),
-                                         **common),
-            "dvts": lambda: solve_search(engine, problems, "dvts", config, n=n, out=fresh(out / f"dvts_{n}.jsonl"),
-                                         **common),
+            "beam": lambda: solve_search(
+                engine, problems, "beam", config, n=n, out=fresh(out / f"beam_{n}.jsonl"), **common
+            ),
+            "dvts": lambda: solve_search(
+                engine, problems, "dvts", config, n=n, out=fresh(out / f"dvts_{n}.jsonl"), **common
+            ),
         }
         for name, solve in runs.items():
             started = time.perf_counter()
             records = solve()
             wall = time.perf_counter() - started
-            votes = ({"best-of-N": f"best_of_n:{kind}", "weighted": f"weighted:{kind}", "majority": "majority"}
-                     if name == "best-of-n" else {name: f"weighted:{step}"})
+            votes = (
+                {"best-of-N": f"best_of_n:{kind}", "weighted": f"weighted:{kind}", "majority": "majority"}
+                if name == "best-of-n"
+                else {name: f"weighted:{step}"}
+            )
             for label, key in votes.items():
-                rows.append({"n": n, "run": name, "strategy": label, "accuracy": round(accuracy(records, key), 4),
-                             "generated_tokens": round(per_problem(records, "generated_tokens"), 1),
-                             "verifier_tokens": round(per_problem(records, "verifier_tokens"), 1),
-                             "wall_s": round(wall, 2)})
-            print(f"N={n:<3} {name:<10} {wall:7.1f} s  " + "  ".join(
-                f"{r['strategy']} {r['accuracy']:.3f}" for r in rows if r["n"] == n and r["run"] == name), flush=True)
+                rows.append(
+                    {
+                        "n": n,
+                        "run": name,
+                        "strategy": label,
+                        "accuracy": round(accuracy(records, key), 4),
+                        "generated_tokens": round(per_problem(records, "generated_tokens"), 1),
+                        "verifier_tokens": round(per_problem(records, "verifier_tokens"), 1),
+                        "wall_s": round(wall, 2),
+                    }
+                )
+            print(
+                f"N={n:<3} {name:<10} {wall:7.1f} s  "
+                + "  ".join(f"{r['strategy']} {r['accuracy']:.3f}" for r in rows if r["n"] == n and r["run"] == name),
+                flush=True,
+            )
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| N | strategy | accuracy | generated tokens / problem | verifier tokens / problem | run wall s |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| N | strategy | accuracy | generated tokens / problem | verifier tokens / problem | run wall s |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['strategy']} | {r['accuracy']:.3f} | {r['generated_tokens']:.0f} | "
-                     f"{r['verifier_tokens']:.0f} | {r['wall_s']:.1f} |")
+        lines.append(
+            f"| {r['n']} | {r['strategy']} | {r['accuracy']:.3f} | {r['generated_tokens']:.0f} | "
+            f"{r['verifier_tokens']:.0f} | {r['wall_s']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -121,8 +139,13 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         mine = sorted((r for r in rows if r["strategy"] == label), key=lambda r: r["generated_tokens"])
         ax.plot([r["generated_tokens"] for r in mine], [r["accuracy"] for r in mine], marker="o", label=label)
         for r in mine:
-            ax.annotate(f"{r['n']}", (r["generated_tokens"], r["accuracy"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{r['n']}",
+                (r["generated_tokens"], r["accuracy"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("generated tokens per problem (labels: N)")
     ax.set_ylabel("accuracy")
@@ -138,22 +161,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     args = parse_args(argv)
     if args.verifier == "process" and not args.verifier_model:
-        raise SystemExit("--verifier process needs --verifier-model PATH (the shipped one: tts_engine/assets/tango/verifier)")
-    engine = Engine(args.model, verifier=args.verifier, verifier_model=args.verifier_model,
-                    process_aggregation=args.step_aggregation)
+        raise SystemExit(
+            "--verifier process needs --verifier-model PATH (the shipped one: tts_engine/assets/tango/verifier)"
+        )
+    engine = Engine(
+        args.model,
+        verifier=args.verifier,
+        verifier_model=args.verifier_model,
+        process_aggregation=args.step_aggregation,
+    )
     problems = spread(load_problems(args.problems or default_problems_path()), args.limit)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{engine.model_label}, verifier {args.verifier}, {len(problems)} problems, T={args.temperature}, "
-          f"M={args.beam_width}, aggregation {args.step_aggregation}, lookahead {args.lookahead}", flush=True)
+    print(
+        f"{engine.model_label}, verifier {args.verifier}, {len(problems)} problems, T={args.temperature}, "
+        f"M={args.beam_width}, aggregation {args.step_aggregation}, lookahead {args.lookahead}",
+        flush=True,
+    )
     rows = run_all(args, engine, problems)
     top = max(r["n"] for r in rows)
     wall = {r["run"]: r["wall_s"] for r in rows if r["n"] == top}
     ratio = {name: round(wall[name] / wall["best-of-n"], 3) for name in ("beam", "dvts")}
     text = table(rows)
     verdict = "met" if ratio["beam"] <= GOAL_WALL_RATIO else "NOT met"
-    summary = (f"wall time at N={top}: beam / best-of-N = {ratio['beam']:.2f}, dvts / best-of-N = {ratio['dvts']:.2f} "
-               f"(goal beam <= {GOAL_WALL_RATIO:g}x: {verdict})")
+    summary = (
+        f"wall time at N={top}: beam / best-of-N = {ratio['beam']:.2f}, dvts / best-of-N = {ratio['dvts']:.2f} "
+        f"(goal beam <= {GOAL_WALL_RATIO:g}x: {verdict})"
+    )
     print(text)
     print(summary)
     title = f"{args.model or 'embedded default model'}: {len(problems)} problems, verifier {args.verifier}"

@@ -26,10 +26,63 @@ from typing import Callable, Sequence
 from tts_engine.answers import CheckPool, extract_answer, grade_answers, group_answers_batch
 from tts_engine.answers.forms import answer_form
 
-REFERENCES = ["\\frac{1}{2}", "3", "(0,1]", "\\{1,2\\}", "Monday", "x^2+1", "(B)", "2\\sqrt{3}", "45^\\circ", "10^{100}"]
-LATEX_PIECES = ["\\frac{", "\\sqrt{", "}", "{", "^", "_", "\\left(", "\\right)", "(", ")", "[", "]", "\\{", "\\}", ",", "=",
-                "\\pi", "\\infty", "x", "y", "1", "2", "0.5", "-", "+", "\\cdot", "\\text{", "\\boxed{", "$", "\\\\",
-                "\\le", "<", "\\cup", "!", "%", "\\circ", "e", "i", " ", "and", "\\begin{pmatrix}", "\\end{pmatrix}", "&"]
+REFERENCES = [
+    "\\frac{1}{2}",
+    "3",
+    "(0,1]",
+    "\\{1,2\\}",
+    "Monday",
+    "x^2+1",
+    "(B)",
+    "2\\sqrt{3}",
+    "45^\\circ",
+    "10^{100}",
+]
+LATEX_PIECES = [
+    "\\frac{",
+    "\\sqrt{",
+    "}",
+    "{",
+    "^",
+    "_",
+    "\\left(",
+    "\\right)",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\\{",
+    "\\}",
+    ",",
+    "=",
+    "\\pi",
+    "\\infty",
+    "x",
+    "y",
+    "1",
+    "2",
+    "0.5",
+    "-",
+    "+",
+    "\\cdot",
+    "\\text{",
+    "\\boxed{",
+    "$",
+    "\\\\",
+    "\\le",
+    "<",
+    "\\cup",
+    "!",
+    "%",
+    "\\circ",
+    "e",
+    "i",
+    " ",
+    "and",
+    "\\begin{pmatrix}",
+    "\\end{pmatrix}",
+    "&",
+]
 
 
 def random_unicode(rng: random.Random) -> str:
@@ -62,14 +115,27 @@ def huge_number(rng: random.Random) -> str:
     tower = base
     for _ in range(height):
         tower = f"{base}^{{{tower}}}"
-    return rng.choice([tower, f"{rng.randint(10**5, 10**7)}!", f"\\binom{{10^{{9}}}}{{{rng.randint(10**8, 5 * 10**8)}}}",
-                       f"(1+x)^{{{rng.randint(10**4, 10**6)}}}", "9" * rng.randint(1000, 5000)])
+    return rng.choice(
+        [
+            tower,
+            f"{rng.randint(10**5, 10**7)}!",
+            f"\\binom{{10^{{9}}}}{{{rng.randint(10**8, 5 * 10**8)}}}",
+            f"(1+x)^{{{rng.randint(10**4, 10**6)}}}",
+            "9" * rng.randint(1000, 5000),
+        ]
+    )
 
 
 def injection(rng: random.Random, marker: Path) -> str:
-    payloads = [f"__import__('os').system('touch {marker}')", f"eval(\"__import__('os').system('touch {marker}')\")",
-                f"exec('open(\"{marker}\", \"w\")')", "().__class__.__base__.__subclasses__()", "lambda: 0",
-                f"1 + __import__('os').system('touch {marker}')", "globals()['__builtins__']"]
+    payloads = [
+        f"__import__('os').system('touch {marker}')",
+        f"eval(\"__import__('os').system('touch {marker}')\")",
+        f'exec(\'open("{marker}", "w")\')',
+        "().__class__.__base__.__subclasses__()",
+        "lambda: 0",
+        f"1 + __import__('os').system('touch {marker}')",
+        "globals()['__builtins__']",
+    ]
     payload = rng.choice(payloads)
     return rng.choice([payload, f"\\boxed{{{payload}}}", f"x = {payload}", f"${payload}$"])
 
@@ -81,8 +147,13 @@ def megabyte(rng: random.Random) -> str:
 
 def make_inputs(count: int, rng: random.Random, marker: Path) -> list[str]:
     generators: list[tuple[float, Callable[[random.Random], str]]] = [
-        (0.30, random_latex), (0.25, random_unicode), (0.15, lambda r: r.choice(REFERENCES)),
-        (0.10, deep_nesting), (0.08, lambda r: injection(r, marker)), (0.07, huge_number), (0.05, megabyte),
+        (0.30, random_latex),
+        (0.25, random_unicode),
+        (0.15, lambda r: r.choice(REFERENCES)),
+        (0.10, deep_nesting),
+        (0.08, lambda r: injection(r, marker)),
+        (0.07, huge_number),
+        (0.05, megabyte),
     ]
     weights = [w for w, _ in generators]
     return [rng.choices(generators, weights)[0][1](rng) for _ in range(count)]
@@ -96,23 +167,29 @@ def run_stage(name: str, fn: Callable[[], object], escaped: list[str]) -> object
         return None
 
 
-def fuzz_chunk(inputs: list[str], args: argparse.Namespace, pool: CheckPool, escaped: list[str],
-               statuses: dict[str, int]) -> None:
+def fuzz_chunk(
+    inputs: list[str], args: argparse.Namespace, pool: CheckPool, escaped: list[str], statuses: dict[str, int]
+) -> None:
     """Every input through extraction, forms, answer classes and grading (both ways round)."""
     for text in inputs:
         run_stage("extract_answer", lambda: extract_answer(text), escaped)
         run_stage("extract_answer(boxed)", lambda: extract_answer("so \\boxed{" + text + "} done"), escaped)
         run_stage("answer_form", lambda: answer_form(text), escaped)
     problems = [inputs[i : i + args.problem_size] for i in range(0, len(inputs), args.problem_size)]
-    batch = run_stage("group_answers_batch", lambda: group_answers_batch(problems, timeout=args.timeout, pool=pool),
-                      escaped) or []
+    batch = (
+        run_stage(
+            "group_answers_batch", lambda: group_answers_batch(problems, timeout=args.timeout, pool=pool), escaped
+        )
+        or []
+    )
     for classes in batch:
         for status in classes.statuses:
             statuses[status] = statuses.get(status, 0) + 1
     references = [REFERENCES[i % len(REFERENCES)] for i in range(len(inputs))]
     run_stage("grade_answers", lambda: grade_answers(references, inputs, timeout=args.timeout, pool=pool), escaped)
-    run_stage("grade_answers(swapped)", lambda: grade_answers(inputs, references, timeout=args.timeout, pool=pool),
-              escaped)
+    run_stage(
+        "grade_answers(swapped)", lambda: grade_answers(inputs, references, timeout=args.timeout, pool=pool), escaped
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -148,9 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in escaped[:10]:
         print(f"    {line}")
     print(f"answer statuses        {statuses}")
-    print(f"worker checks          {stats.requests:,} (timeouts {stats.timeouts}, errors {stats.errors}, restarts {stats.restarts})")
-    print(f"max check time         {stats.max_request_seconds:.3f} s (deadline {args.timeout} s; "
-          f"{2 * args.timeout} s for the one retry of a short pair: grading.RETRY_CHARS)")
+    print(
+        f"worker checks          {stats.requests:,} (timeouts {stats.timeouts}, errors {stats.errors}, restarts {stats.restarts})"
+    )
+    print(
+        f"max check time         {stats.max_request_seconds:.3f} s (deadline {args.timeout} s; "
+        f"{2 * args.timeout} s for the one retry of a short pair: grading.RETRY_CHARS)"
+    )
     print(f"peak RSS               this process {own_rss:.0f} MiB, workers {worker_rss:.0f} MiB")
     print(f"injection marker       {'CREATED (code ran!)' if marker.exists() else 'absent (nothing ran)'}")
     over = stats.max_request_seconds - args.timeout

@@ -37,17 +37,37 @@ def default_init() -> str:
 def run_cpu(init: str, out: Path, budget: float) -> None:
     from tts_engine.training.rlv import RLVConfig, RLVTrainer
 
-    config = RLVConfig(init_dir=init, out_dir=str(out / "cpu_run"), algorithm="grpo", verify_weight=1.0,
-                       steps=MAX_STEPS, prompts_per_step=PROMPTS_PER_STEP, group_size=GROUP_SIZE, lr=LR,
-                       warmup_steps=0, max_new_tokens=MAX_NEW_TOKENS, seed=SEED, threads=1)
+    config = RLVConfig(
+        init_dir=init,
+        out_dir=str(out / "cpu_run"),
+        algorithm="grpo",
+        verify_weight=1.0,
+        steps=MAX_STEPS,
+        prompts_per_step=PROMPTS_PER_STEP,
+        group_size=GROUP_SIZE,
+        lr=LR,
+        warmup_steps=0,
+        max_new_tokens=MAX_NEW_TOKENS,
+        seed=SEED,
+        threads=1,
+    )
     trainer = RLVTrainer(config)
     start = time.time()
     with (out / "log_cpu.jsonl").open("w") as f:
         while time.time() - start < budget:
             record = trainer.step()
-            f.write(json.dumps({"step": record["step"], "elapsed_s": round(time.time() - start, 1),
-                                "reward": record["reward"], "verify_bal_acc": record["verify_bal_acc"],
-                                "verify_loss": record["verify_loss"]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "step": record["step"],
+                        "elapsed_s": round(time.time() - start, 1),
+                        "reward": record["reward"],
+                        "verify_bal_acc": record["verify_bal_acc"],
+                        "verify_loss": record["verify_loss"],
+                    }
+                )
+                + "\n"
+            )
             f.flush()
 
 
@@ -66,12 +86,34 @@ def run_trl(init: str, out: Path, budget: float) -> None:
     problems = [{"problem": p.problem, "answer": p.answer} for p in stream.batch(PROMPTS_PER_STEP * MAX_STEPS)]
     data = Dataset.from_list(rlv_dataset_rows(problems, tokenizer, prompt_config))
     args = RLVGRPOConfig(
-        output_dir=str(out / "trl_run"), verify_weight=1.0, loss_type="grpo", beta=0.0, scale_rewards="group",
-        num_generations=GROUP_SIZE, per_device_train_batch_size=PROMPTS_PER_STEP * GROUP_SIZE,
-        gradient_accumulation_steps=1, max_completion_length=MAX_NEW_TOKENS, temperature=1.0, top_p=1.0,
-        learning_rate=LR, lr_scheduler_type="cosine", warmup_steps=0, max_grad_norm=1.0, weight_decay=0.0,
-        adam_beta2=0.999, max_steps=MAX_STEPS, logging_steps=1, save_strategy="no", report_to=[], bf16=False,
-        use_cpu=True, seed=SEED, shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0)
+        output_dir=str(out / "trl_run"),
+        verify_weight=1.0,
+        loss_type="grpo",
+        beta=0.0,
+        scale_rewards="group",
+        num_generations=GROUP_SIZE,
+        per_device_train_batch_size=PROMPTS_PER_STEP * GROUP_SIZE,
+        gradient_accumulation_steps=1,
+        max_completion_length=MAX_NEW_TOKENS,
+        temperature=1.0,
+        top_p=1.0,
+        learning_rate=LR,
+        lr_scheduler_type="cosine",
+        warmup_steps=0,
+        max_grad_norm=1.0,
+        weight_decay=0.0,
+        adam_beta2=0.999,
+        max_steps=MAX_STEPS,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+        seed=SEED,
+        shuffle_dataset=False,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
     log_path = out / "log_trl.jsonl"
     start = time.time()
 
@@ -80,18 +122,33 @@ def run_trl(init: str, out: Path, budget: float) -> None:
             if logs and "reward" in logs:
                 acc = logs.get("verify/balanced_accuracy")
                 with log_path.open("a") as f:
-                    f.write(json.dumps({"step": state.global_step, "elapsed_s": round(time.time() - start, 1),
-                                        "reward": logs["reward"],
-                                        "verify_bal_acc": None if acc is None or math.isnan(acc) else acc,
-                                        "verify_loss": logs.get("verify/loss")}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "step": state.global_step,
+                                "elapsed_s": round(time.time() - start, 1),
+                                "reward": logs["reward"],
+                                "verify_bal_acc": None if acc is None or math.isnan(acc) else acc,
+                                "verify_loss": logs.get("verify/loss"),
+                            }
+                        )
+                        + "\n"
+                    )
 
         def on_step_end(self, _args, state, control, **kwargs):
             if time.time() - start >= budget:
                 control.should_training_stop = True
 
     log_path.write_text("")
-    trainer = RLVGRPOTrainer(model=model, reward_funcs=answer_reward("rule"), args=args, train_dataset=data,
-                             processing_class=tokenizer, prompt_config=prompt_config, callbacks=[Budget()])
+    trainer = RLVGRPOTrainer(
+        model=model,
+        reward_funcs=answer_reward("rule"),
+        args=args,
+        train_dataset=data,
+        processing_class=tokenizer,
+        prompt_config=prompt_config,
+        callbacks=[Budget()],
+    )
     trainer.train()
 
 
@@ -114,7 +171,10 @@ def plot(out: Path, figure: Path, window: int) -> None:
 
     keys = ("reward", "verify_loss", "verify_bal_acc")
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    for name, label in (("cpu", "tts train rlv (training/rlv.py)"), ("trl", "TRL GRPOTrainer + RL^V (training/trl.py)")):
+    for name, label in (
+        ("cpu", "tts train rlv (training/rlv.py)"),
+        ("trl", "TRL GRPOTrainer + RL^V (training/trl.py)"),
+    ):
         rows = [json.loads(line) for line in (out / f"log_{name}.jsonl").read_text().splitlines() if line.strip()]
         minutes = [r["elapsed_s"] / 60 for r in rows]
         for ax, key in zip(axes, keys):
@@ -123,8 +183,10 @@ def plot(out: Path, figure: Path, window: int) -> None:
         for key in keys:
             a = [r[key] for r in first if r[key] is not None]
             b = [r[key] for r in last if r[key] is not None]
-            print(f"{name}: {key} first {window} steps {sum(a) / max(1, len(a)):.3f} -> "
-                  f"last {window} steps {sum(b) / max(1, len(b)):.3f} ({len(rows)} steps)")
+            print(
+                f"{name}: {key} first {window} steps {sum(a) / max(1, len(a)):.3f} -> "
+                f"last {window} steps {sum(b) / max(1, len(b)):.3f} ({len(rows)} steps)"
+            )
     axes[0].set_title(f"rollout reward (pass@1), rolling mean of {window} steps")
     axes[1].set_title(f"verification loss (class-balanced nats), rolling {window}")
     axes[2].set_title(f"verifier balanced accuracy on the step's rollouts, rolling {window}")

@@ -30,8 +30,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side (the median is shown)")
     parser.add_argument("--tolerance", type=float, default=2e-3, help="largest allowed |difference| of log-probs")
     parser.add_argument("--dtype", default="float32", help="dtype of both backends for the score comparison")
-    parser.add_argument("--gpu-memory-utilization", type=float, default=0.5,
-                        help="vLLM's share of the GPU (the hf backend shares the GPU)")
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.5,
+        help="vLLM's share of the GPU (the hf backend shares the GPU)",
+    )
     parser.add_argument("--max-model-len", type=int, default=None)
     return parser.parse_args(argv)
 
@@ -94,18 +98,30 @@ def check_throughput(vllm_backend, model_path: str, args) -> dict:
     params = SamplingParams(n=args.n, temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
     encoded = [vllm_backend.encode(p) for p in prompts]
     requests = [{"prompt_token_ids": ids} for ids in encoded]
-    raw_params = [RawParams(**build_sampling_kwargs(params, seed=prompt_seed(0, p),
-                                                    max_tokens=min(args.max_new_tokens,
-                                                                   vllm_backend.max_model_len - len(ids))))
-                  for p, ids in zip(prompts, encoded)]
+    raw_params = [
+        RawParams(
+            **build_sampling_kwargs(
+                params,
+                seed=prompt_seed(0, p),
+                max_tokens=min(args.max_new_tokens, vllm_backend.max_model_len - len(ids)),
+            )
+        )
+        for p, ids in zip(prompts, encoded)
+    ]
     llm = vllm_backend.llm
     raw_s, raw_out = timed(lambda: llm.generate(requests, raw_params, use_tqdm=False), args.repeats)
     eng_s, eng_out = timed(lambda: vllm_backend.generate(prompts, params), args.repeats)
     raw_tokens = sum(len(c.token_ids) for o in raw_out for c in o.outputs)
     eng_tokens = sum(s.num_tokens for samples in eng_out for s in samples)
-    return {"requests": len(prompts), "n": args.n, "raw_tokens": raw_tokens, "engine_tokens": eng_tokens,
-            "raw_tokens_per_s": raw_tokens / raw_s, "engine_tokens_per_s": eng_tokens / eng_s,
-            "overhead_pct": 100.0 * (eng_s / raw_s - 1.0)}
+    return {
+        "requests": len(prompts),
+        "n": args.n,
+        "raw_tokens": raw_tokens,
+        "engine_tokens": eng_tokens,
+        "raw_tokens_per_s": raw_tokens / raw_s,
+        "engine_tokens_per_s": eng_tokens / eng_s,
+        "overhead_pct": 100.0 * (eng_s / raw_s - 1.0),
+    }
 
 
 def main(argv=None) -> int:
@@ -116,8 +132,13 @@ def main(argv=None) -> int:
 
     model_path, label = resolve_model(args.model)
     print(f"model: {label}", flush=True)
-    vllm_backend = VLLMBackend(model_path, dtype=args.dtype, max_model_len=args.max_model_len,
-                               gpu_memory_utilization=args.gpu_memory_utilization, seed=0)
+    vllm_backend = VLLMBackend(
+        model_path,
+        dtype=args.dtype,
+        max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        seed=0,
+    )
     hf_backend = HFBackend(model_path, dtype=args.dtype)
     scores = check_scores(vllm_backend, hf_backend, model_path, args)
     print("scores (vllm vs hf):", json.dumps(scores), flush=True)

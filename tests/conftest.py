@@ -18,8 +18,9 @@ from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint  # noqa: E402
 def tiny_model_dir(tmp_path_factory):
     """A random 1M-parameter Qwen2 with the character tokenizer, saved in Hugging Face format."""
     path = tmp_path_factory.mktemp("tiny_model")
-    return str(save_tiny_checkpoint(path, TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2,
-                                                          intermediate_size=128)))
+    return str(
+        save_tiny_checkpoint(path, TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128))
+    )
 
 
 @pytest.fixture(scope="session")

@@ -82,8 +82,7 @@ def test_identical_prefixes_continue_with_distinct_seeds():
             return [[Sample(text="c", token_ids=[3], finish_reason="stop", logprobs=[-0.5])] for _ in prompts]
 
     backend = Recorder()
-    out = continue_samples(backend, ["q "], [[prefix, prefix]], budget=5, params=SamplingParams(seed=3),
-                           round_index=1)
+    out = continue_samples(backend, ["q "], [[prefix, prefix]], budget=5, params=SamplingParams(seed=3), round_index=1)
     assert len(backend.seeds) == 2 and backend.seeds[0][1] != backend.seeds[1][1]
     assert [s.text for s in out[0]] == ["abc", "abc"] and out[0][0].token_ids == [1, 2, 3]
 
@@ -148,17 +147,25 @@ def test_a_problem_whose_samples_all_stopped_is_not_continued(engine, calls):
 
 def test_confidence_from_is_validated_and_recorded(engine):
     assert confidence_key(engine, None) == "weighted:verifier_yes_no"
-    records = solve_adaptive_length(engine, PROBLEMS[:1], n=2, budgets=[4], tau=0.5, confidence_from="majority",
-                                    progress=False)
+    records = solve_adaptive_length(
+        engine, PROBLEMS[:1], n=2, budgets=[4], tau=0.5, confidence_from="majority", progress=False
+    )
     assert records[0]["adaptive"]["confidence_from"] == "majority"
     assert records[0]["adaptive"]["stopped_because"] == "last_budget"
     with pytest.raises(ValueError, match="confidence_from must be one of .*got 'weighted:oracle'"):
         solve_adaptive_length(engine, PROBLEMS, budgets=[4], confidence_from="weighted:oracle")
 
 
-@pytest.mark.parametrize("budgets, message", [([], "at least one"), ([8, 8], "strictly increasing"),
-                                              ([4, 2], "strictly increasing"), ([0, 4], "positive integers"),
-                                              ([4.5], "positive integers")])
+@pytest.mark.parametrize(
+    "budgets, message",
+    [
+        ([], "at least one"),
+        ([8, 8], "strictly increasing"),
+        ([4, 2], "strictly increasing"),
+        ([0, 4], "positive integers"),
+        ([4.5], "positive integers"),
+    ],
+)
 def test_bad_budgets_are_rejected(budgets, message):
     with pytest.raises(ValueError, match=message):
         check_budgets(budgets)
@@ -181,8 +188,7 @@ def test_bad_adaptive_settings_are_rejected(engine):
 
 # --- adaptive N --------------------------------------------------------------------------------------------
 def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
-    records = solve_adaptive_n(engine, PROBLEMS, wave=2, min_n=4, max_n=8, tau=0.0, max_new_tokens=6,
-                               progress=False)
+    records = solve_adaptive_n(engine, PROBLEMS, wave=2, min_n=4, max_n=8, tau=0.0, max_new_tokens=6, progress=False)
     assert len(calls) == 2 and all(len(c[0]) == len(PROBLEMS) and c[1].n == 2 for c in calls)
     for record in records:
         assert record["adaptive"]["n_used"] == 4 and len(record["samples"]) == 4
@@ -190,8 +196,7 @@ def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
 
 
 def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls):
-    records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6,
-                               progress=False)
+    records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6, progress=False)
     assert [c[1].n for c in calls] == [3, 3, 1]
     assert len({c[1].seed for c in calls}) == 3
     for record in records:
@@ -203,8 +208,9 @@ def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls):
 
 
 def test_waves_draw_new_samples_and_the_first_wave_matches_a_fixed_run(engine):
-    records = solve_adaptive_n(engine, PROBLEMS[:2], wave=2, min_n=4, max_n=4, tau=1.0, max_new_tokens=8,
-                               seed=5, progress=False)
+    records = solve_adaptive_n(
+        engine, PROBLEMS[:2], wave=2, min_n=4, max_n=4, tau=1.0, max_new_tokens=8, seed=5, progress=False
+    )
     fixed = engine.solve(PROBLEMS[:2], n=2, max_new_tokens=8, seed=5, progress=False)
     for record, reference in zip(records, fixed):
         texts = [s["text"] for s in record["samples"]]
@@ -220,8 +226,9 @@ def test_resume_generates_only_the_missing_problems(engine, calls, tmp_path, str
     def run(problems):
         if strategy == "length":
             return solve_adaptive_length(engine, problems, n=2, budgets=[4, 8], tau=1.0, out=out, progress=False)
-        return solve_adaptive_n(engine, problems, wave=2, min_n=2, max_n=4, tau=1.0, max_new_tokens=4, out=out,
-                                progress=False)
+        return solve_adaptive_n(
+            engine, problems, wave=2, min_n=2, max_n=4, tau=1.0, max_new_tokens=4, out=out, progress=False
+        )
 
     run(PROBLEMS[:2])
     with out.open("ab") as f:  # a run killed mid-write leaves a torn line
@@ -246,12 +253,16 @@ def test_first_round_draws_the_samples_of_a_fixed_run(engine):
 
 
 def test_confidence_over_all_samples_counts_the_unanswered_ones():
-    samples = [{"answer_class": 0, "scores": {"verifier_yes_no": 0.9}},
-               {"answer_class": -1, "scores": {"verifier_yes_no": 0.3}},
-               {"answer_class": 0, "scores": {"verifier_yes_no": 0.6}},
-               {"answer_class": -1, "scores": {"verifier_yes_no": 0.2}}]
-    record = {"samples": samples, "strategies": {"majority": {"confidence": 1.0},
-                                                 "weighted:verifier_yes_no": {"confidence": 1.0}}}
+    samples = [
+        {"answer_class": 0, "scores": {"verifier_yes_no": 0.9}},
+        {"answer_class": -1, "scores": {"verifier_yes_no": 0.3}},
+        {"answer_class": 0, "scores": {"verifier_yes_no": 0.6}},
+        {"answer_class": -1, "scores": {"verifier_yes_no": 0.2}},
+    ]
+    record = {
+        "samples": samples,
+        "strategies": {"majority": {"confidence": 1.0}, "weighted:verifier_yes_no": {"confidence": 1.0}},
+    }
     assert record_confidence(record, "majority") == 1.0
     assert record_confidence(record, "majority", "all") == 0.5
     assert record_confidence(record, "weighted:verifier_yes_no", "all") == pytest.approx(1.5 / 2.0)
@@ -265,18 +276,34 @@ def test_confidence_over_all_keeps_a_problem_with_cut_samples_open(engine, over,
         if params.n == 1:  # continuations: the real model
             return original(prompts, params)
         made = [("2\\boxed{2}", "stop"), ("1+1=", "length")]
-        return [[Sample(text, engine.backend.encode(text), reason, [-1.0] * len(engine.backend.encode(text)))
-                 for text, reason in made] for _ in prompts]
+        return [
+            [
+                Sample(text, engine.backend.encode(text), reason, [-1.0] * len(engine.backend.encode(text)))
+                for text, reason in made
+            ]
+            for _ in prompts
+        ]
 
     engine.backend.generate = one_answer_one_cut
     try:
-        records = solve_adaptive_length(engine, PROBLEMS[1:2], n=2, budgets=[4, 8], tau=0.9,
-                                        confidence_from="majority", confidence_over=over, progress=False)
+        records = solve_adaptive_length(
+            engine,
+            PROBLEMS[1:2],
+            n=2,
+            budgets=[4, 8],
+            tau=0.9,
+            confidence_from="majority",
+            confidence_over=over,
+            progress=False,
+        )
     finally:
         engine.backend.generate = original
     block = records[0]["adaptive"]
     assert block["confidences"][0] == (1.0 if over == "answered" else 0.5)
-    assert block["rounds"] == rounds and block["confidence_over"] == over == records[0]["run"]["adaptive"]["confidence_over"]
+    assert (
+        block["rounds"] == rounds
+        and block["confidence_over"] == over == records[0]["run"]["adaptive"]["confidence_over"]
+    )
     assert records[0]["samples"][1]["text"].startswith("1+1=")
     with pytest.raises(ValueError, match="confidence_over must be one of"):
         solve_adaptive_n(engine, PROBLEMS, confidence_over="some")

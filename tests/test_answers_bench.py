@@ -13,8 +13,13 @@ def test_equivalence_bench_on_a_small_file(tmp_path, capsys):
         ("Solve.", "$3$", "x = 4", False),
     ]
     path = tmp_path / "dev.jsonl"
-    path.write_text("".join(json.dumps({"question": q, "ground_truth": g, "model_answer": a, "is_equivalent": e,
-                                        "pair_id": str(i)}) + "\n" for i, (q, g, a, e) in enumerate(rows)))
+    path.write_text(
+        "".join(
+            json.dumps({"question": q, "ground_truth": g, "model_answer": a, "is_equivalent": e, "pair_id": str(i)})
+            + "\n"
+            for i, (q, g, a, e) in enumerate(rows)
+        )
+    )
     scores = {s.method: s for s in equivalence_bench.main(["--data", str(path), "--processes", "1"])}
     ours = scores["tts-engine rule (normalisation + math-verify)"]
     assert (ours.false_negatives, ours.positives, ours.false_positives, ours.negatives) == (0, 3, 0, 1)

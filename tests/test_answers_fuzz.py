@@ -10,7 +10,9 @@ from tts_engine.answers.forms import answer_form, quick_verdict
 LATEX_ALPHABET = "\\{}()[]$^_,.=<>|&%:;! 0123456789abxyzABC+-*/boxedfracsqrtleftrigh\ud800\udfff\u2212°π∞"
 any_text = st.text(alphabet=st.characters(exclude_categories=()), max_size=200)
 latex_text = st.text(alphabet=LATEX_ALPHABET, max_size=80)
-answer = st.one_of(st.none(), latex_text, any_text, st.sampled_from(["1/2", "0.5", "\\frac{1}{2}", "3", "x=3", "(0,1]"]))
+answer = st.one_of(
+    st.none(), latex_text, any_text, st.sampled_from(["1/2", "0.5", "\\frac{1}{2}", "3", "x=3", "(0,1]"])
+)
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -35,7 +37,9 @@ def test_forms_never_raise_and_are_reflexive(text):
     assert quick_verdict(form, form) is (form.kind != "empty")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(answer, max_size=8))
 def test_group_answers_is_consistent(pool, answers):
     classes = group_answers(answers, timeout=2.0, pool=pool)
@@ -54,7 +58,9 @@ def test_group_answers_is_consistent(pool, answers):
     assert classes.num_classes == next_id
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.tuples(answer, answer), max_size=6))
 def test_grading_never_raises(pool, pairs):
     verdicts = grade_answers([r for r, _ in pairs], [a for _, a in pairs], timeout=2.0, pool=pool)

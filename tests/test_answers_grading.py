@@ -43,8 +43,9 @@ def test_grade_answers_in_input_order(pool):
 
 def test_hybrid_asks_judge_only_where_rule_fails(pool):
     judge = FakeJudge(accepts={("2", "two")})
-    verdicts = grade_answers(["2", "2", "2", "2", "2"], ["2.0", "two", "three", None, "3"], grader="hybrid", judge=judge,
-                             pool=pool)
+    verdicts = grade_answers(
+        ["2", "2", "2", "2", "2"], ["2.0", "two", "three", None, "3"], grader="hybrid", judge=judge, pool=pool
+    )
     assert verdicts == [True, True, False, False, False]
     # one batched call with the text answers; no empty answers, no number the rules read as different
     assert judge.calls == [[("", "2", "two"), ("", "2", "three")]]
@@ -63,17 +64,21 @@ def test_hybrid_with_undecided_judge_keeps_rule_verdict(pool):
 
 def test_judge_only_mode_passes_questions(pool):
     judge = FakeJudge(accepts={("2", "two")})
-    verdicts = grade_answers(["2", "1/2"], ["two", "0.5"], questions=["q1", "q2"], grader="judge", judge=judge, pool=pool)
+    verdicts = grade_answers(
+        ["2", "1/2"], ["two", "0.5"], questions=["q1", "q2"], grader="judge", judge=judge, pool=pool
+    )
     assert verdicts == [True, False]  # the judge alone decides, even against math
     assert judge.calls == [[("q1", "2", "two"), ("q2", "1/2", "0.5")]]
 
 
 @pytest.mark.parametrize(
     "kwargs, error, message",
-    [({"grader": "llm"}, ValueError, "grader must be one of 'rule', 'hybrid', 'judge', got 'llm'"),
-     ({"grader": "hybrid"}, ValueError, "grader='hybrid' needs a judge: pass judge=LLMJudge"),
-     ({"grader": "judge"}, ValueError, "grader='judge' needs a judge"),
-     ({"grader": "hybrid", "judge": object()}, TypeError, "judge must have a judge\\(items\\) method")],
+    [
+        ({"grader": "llm"}, ValueError, "grader must be one of 'rule', 'hybrid', 'judge', got 'llm'"),
+        ({"grader": "hybrid"}, ValueError, "grader='hybrid' needs a judge: pass judge=LLMJudge"),
+        ({"grader": "judge"}, ValueError, "grader='judge' needs a judge"),
+        ({"grader": "hybrid", "judge": object()}, TypeError, "judge must have a judge\\(items\\) method"),
+    ],
 )
 def test_misconfiguration_fails_early(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -126,15 +131,22 @@ def test_general_forms_end_to_end(pool):
     assert is_equivalent("1.42", "\\sqrt{2}", pool=pool) is False
     assert is_equivalent("3x^2 - 6x + 5", "y - 2 = 3(x-1)^2", pool=pool) is True
     assert is_equivalent("3x^2 - 6x + 5", "y - 2 = 3(x+1)^2", pool=pool) is False
-    assert is_equivalent("[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}], k \\in \\mathbb{Z}",
-                         "[n\\pi-\\frac{\\pi}{3}, n\\pi+\\frac{\\pi}{6}] (n \\in \\mathbb{Z})", pool=pool) is True
+    assert (
+        is_equivalent(
+            "[k\\pi - \\frac{\\pi}{3}, k\\pi + \\frac{\\pi}{6}], k \\in \\mathbb{Z}",
+            "[n\\pi-\\frac{\\pi}{3}, n\\pi+\\frac{\\pi}{6}] (n \\in \\mathbb{Z})",
+            pool=pool,
+        )
+        is True
+    )
 
 
 def test_undecided_has_a_reason_and_false_means_read_and_different(pool):
     from tts_engine.answers import grade_answers_report
 
-    report = grade_answers_report(["Alice", "3", "3", None, "Alice"], ["Alice wins the game", "\\frac{", "4", "3", "Bob"],
-                                  pool=pool)
+    report = grade_answers_report(
+        ["Alice", "3", "3", None, "Alice"], ["Alice wins the game", "\\frac{", "4", "3", "Bob"], pool=pool
+    )
     assert report.verdicts == [None, None, False, None, False]
     assert report.reasons == ["text", "unreadable", None, "no reference", None]
     assert report.judged == 0
@@ -144,8 +156,13 @@ def test_hybrid_sends_undecided_and_text_like_pairs_only_and_counts_them(pool):
     from tts_engine.answers import grade_answers_report
 
     judge = FakeJudge(accepts={("Alice", "Alice wins the game")})
-    report = grade_answers_report(["Alice", "2", "Alice", "1/2", "3"], ["Alice wins the game", "3", "Bob", "0.5", "\\frac{"],
-                                  grader="hybrid", judge=judge, pool=pool)
+    report = grade_answers_report(
+        ["Alice", "2", "Alice", "1/2", "3"],
+        ["Alice wins the game", "3", "Bob", "0.5", "\\frac{"],
+        grader="hybrid",
+        judge=judge,
+        pool=pool,
+    )
     assert report.verdicts == [True, False, False, True, False]
     assert judge.calls == [[("", "Alice", "Alice wins the game"), ("", "Alice", "Bob"), ("", "3", "\\frac{")]]
     assert report.judged == 3

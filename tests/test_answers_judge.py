@@ -28,8 +28,18 @@ def says_true_if_seven(prompt: str) -> str:
 
 @pytest.mark.parametrize(
     "reply, verdict",
-    [("True", True), ("False", False), (" true.", True), ("FALSE", False), ("<think>is it true? no</think> False", False),
-     ("The answer is correct: True", True), ("maybe", None), ("", None), ("untrue", None), (None, None)],
+    [
+        ("True", True),
+        ("False", False),
+        (" true.", True),
+        ("FALSE", False),
+        ("<think>is it true? no</think> False", False),
+        ("The answer is correct: True", True),
+        ("maybe", None),
+        ("", None),
+        ("untrue", None),
+        (None, None),
+    ],
 )
 def test_parse_verdict(reply, verdict):
     assert parse_verdict(reply) is verdict
@@ -83,8 +93,9 @@ def test_custom_template_must_have_placeholders():
 
 def test_hybrid_grading_with_llm_judge():
     backend = FakeBackend(says_true_if_seven)
-    verdicts = grade_answers(["7", "7", "7"], ["7.0", "seven", "eight"], questions=["3+4?"] * 3,
-                             grader="hybrid", judge=LLMJudge(backend))
+    verdicts = grade_answers(
+        ["7", "7", "7"], ["7.0", "seven", "eight"], questions=["3+4?"] * 3, grader="hybrid", judge=LLMJudge(backend)
+    )
     assert verdicts == [True, True, False]
     assert len(backend.calls) == 1 and len(backend.calls[0][0]) == 2  # the rule settled "7.0"
 

@@ -91,15 +91,27 @@ class FakeServer:
     def complete(self, body: dict) -> dict:
         ids = self.hf.encode(body["prompt"])
         if body["max_tokens"] == 1 and body.get("logprobs") == ob.TOP_LOGPROBS:
-            return {"choices": [{"index": 0, "text": "", "logprobs": {"top_logprobs": [self.top(body, ids)]}}],
-                    "usage": {"prompt_tokens": len(ids)}}
-        params = SamplingParams(n=body["n"], temperature=body["temperature"], top_p=body["top_p"],
-                                max_new_tokens=body["max_tokens"], seed=body.get("seed"), stop=body.get("stop") or [])
+            return {
+                "choices": [{"index": 0, "text": "", "logprobs": {"top_logprobs": [self.top(body, ids)]}}],
+                "usage": {"prompt_tokens": len(ids)},
+            }
+        params = SamplingParams(
+            n=body["n"],
+            temperature=body["temperature"],
+            top_p=body["top_p"],
+            max_new_tokens=body["max_tokens"],
+            seed=body.get("seed"),
+            stop=body.get("stop") or [],
+        )
         samples = self.hf.generate([body["prompt"]], params)[0]
         choices = []
         for i, s in enumerate(samples):
-            choice = {"index": i, "text": s.text, "finish_reason": s.finish_reason,
-                      "logprobs": {"token_logprobs": s.logprobs, "tokens": [self.hf.decode([t]) for t in s.token_ids]}}
+            choice = {
+                "index": i,
+                "text": s.text,
+                "finish_reason": s.finish_reason,
+                "logprobs": {"token_logprobs": s.logprobs, "tokens": [self.hf.decode([t]) for t in s.token_ids]},
+            }
             if self.extensions and body.get("return_token_ids"):
                 choice.update(token_ids=s.token_ids, prompt_token_ids=ids)
             choices.append(choice)

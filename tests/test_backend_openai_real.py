@@ -39,10 +39,30 @@ def server(tmp_path_factory):
     port = _free_port()
     log = open(tmp_path_factory.mktemp("log") / "server.log", "w+")
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                             "--dtype", "float32", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "256",
-                             "--enforce-eager", "--max-logprobs", "-1", "--no-enable-chunked-prefill"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            "--dtype",
+            "float32",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--max-model-len",
+            "256",
+            "--enforce-eager",
+            "--max-logprobs",
+            "-1",
+            "--no-enable-chunked-prefill",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -72,9 +92,9 @@ def test_solve_through_a_real_server_matches_hf_greedy(server, tmp_path):
     model, url = server
     problems = [Problem(f"p{i}", f"{i}+{i}=", str(2 * i)) for i in range(4)]
     served = Engine(model, backend="openai", backend_options={"base_url": url}).solve(
-        problems, n=2, temperature=0.0, max_new_tokens=12, seed=0, progress=False)
-    local = Engine(model, backend="hf").solve(problems, n=2, temperature=0.0, max_new_tokens=12, seed=0,
-                                              progress=False)
+        problems, n=2, temperature=0.0, max_new_tokens=12, seed=0, progress=False
+    )
+    local = Engine(model, backend="hf").solve(problems, n=2, temperature=0.0, max_new_tokens=12, seed=0, progress=False)
     for got, want in zip(served, local):
         assert [s["text"] for s in got["samples"]] == [s["text"] for s in want["samples"]]
         for g, w in zip(got["samples"], want["samples"]):
@@ -87,7 +107,6 @@ def test_sampled_requests_with_seeds(server):
 
     model, url = server
     backend = OpenAIBackend(model=model, base_url=url)
-    out = backend.generate([f"Problem {i}: {i}*{i}=" for i in range(8)],
-                           SamplingParams(n=4, max_new_tokens=16, seed=3))
+    out = backend.generate([f"Problem {i}: {i}*{i}=" for i in range(8)], SamplingParams(n=4, max_new_tokens=16, seed=3))
     assert [len(x) for x in out] == [4] * 8
     assert all(s.finish_reason in ("stop", "length") and len(s.logprobs) == s.num_tokens for x in out for s in x)

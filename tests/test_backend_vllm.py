@@ -18,13 +18,21 @@ def logprob(value):
 
 def completion(index, text, token_ids, lps, finish_reason="stop"):
     positions = [{t: logprob(lp), 999: logprob(-9.0)} for t, lp in zip(token_ids, lps)]
-    return SimpleNamespace(index=index, text=text, token_ids=token_ids, cumulative_logprob=sum(lps),
-                           logprobs=positions, finish_reason=finish_reason, stop_reason=None)
+    return SimpleNamespace(
+        index=index,
+        text=text,
+        token_ids=token_ids,
+        cumulative_logprob=sum(lps),
+        logprobs=positions,
+        finish_reason=finish_reason,
+        stop_reason=None,
+    )
 
 
 def request_output(completions, prompt_ids=(1, 2, 3)):
-    return SimpleNamespace(request_id="0", prompt=None, prompt_token_ids=list(prompt_ids), outputs=completions,
-                           finished=True)
+    return SimpleNamespace(
+        request_id="0", prompt=None, prompt_token_ids=list(prompt_ids), outputs=completions, finished=True
+    )
 
 
 def test_sampling_kwargs_map_one_to_one():
@@ -61,10 +69,12 @@ def test_yes_no_kwargs_prefer_token_ids():
 
 
 def test_parse_request_output_in_index_order_with_records():
-    out = request_output([
-        completion(1, "b", [7, 8], [-0.5, -0.25], "length"),
-        completion(0, "a", [4, 0], [-1.0, -2.0], "stop"),
-    ])
+    out = request_output(
+        [
+            completion(1, "b", [7, 8], [-0.5, -0.25], "length"),
+            completion(0, "a", [4, 0], [-1.0, -2.0], "stop"),
+        ]
+    )
     samples = vb.parse_request_output(out, n=2)
     assert [s.text for s in samples] == ["a", "b"]
     assert samples[0].token_ids == [4, 0] and samples[0].logprobs == [-1.0, -2.0]
@@ -96,8 +106,13 @@ def test_unknown_finish_reason_becomes_length_and_missing_logprobs_nan():
 
 
 def test_parse_yes_no_reads_both_tokens():
-    comp = SimpleNamespace(index=0, text="", token_ids=[9], logprobs=[{9: logprob(-0.1), 5: logprob(-0.3),
-                                                                      6: logprob(-2.5)}], finish_reason="length")
+    comp = SimpleNamespace(
+        index=0,
+        text="",
+        token_ids=[9],
+        logprobs=[{9: logprob(-0.1), 5: logprob(-0.3), 6: logprob(-2.5)}],
+        finish_reason="length",
+    )
     assert vb.parse_yes_no(request_output([comp]), 5, 6) == (-0.3, -2.5)
     with pytest.raises(RuntimeError, match=r"lack token ids \[7\]"):
         vb.parse_yes_no(request_output([comp]), 5, 7)
@@ -111,8 +126,9 @@ def test_checkpoint_num_parameters_matches_the_model(tmp_path):
 
     from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
 
-    path = save_tiny_checkpoint(tmp_path / "m", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
-                                                                intermediate_size=64))
+    path = save_tiny_checkpoint(
+        tmp_path / "m", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    )
     model = AutoModelForCausalLM.from_pretrained(path)
     assert vb.checkpoint_num_parameters(path) == sum(p.numel() for p in model.parameters())
     with pytest.raises(FileNotFoundError, match="no \\*.safetensors"):

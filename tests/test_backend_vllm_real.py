@@ -47,7 +47,7 @@ def teacher_forced_logprobs(hf, prompt: str, token_ids: list[int]) -> list[float
     ids = hf.encode(prompt)
     with torch.inference_mode():
         logits = hf.model(torch.tensor([ids + token_ids])).logits[0].float()
-    logp = logits[len(ids) - 1:-1].log_softmax(-1)  # (T, V)
+    logp = logits[len(ids) - 1 : -1].log_softmax(-1)  # (T, V)
     return logp.gather(-1, torch.tensor(token_ids)[:, None]).squeeze(-1).tolist()
 
 
@@ -87,8 +87,9 @@ def test_verification_prompt_hits_the_prefix_cache(vllm_backend):
     prompt = "".join(f"{i}+{i}={2 * i}. " for i in range(40)) + "\n"  # > 128 tokens: one CPU cache block
     solution = vllm_backend.generate([prompt], SamplingParams(n=1, temperature=0.0, max_new_tokens=8))[0][0]
     verify = vllm_backend.encode(prompt + solution.text + "\n\nIs this solution correct? Answer Yes or No.\n")
-    out = vllm_backend.llm.generate([{"prompt_token_ids": verify}],
-                                    vllm_backend._vllm.SamplingParams(max_tokens=1), use_tqdm=False)[0]
+    out = vllm_backend.llm.generate(
+        [{"prompt_token_ids": verify}], vllm_backend._vllm.SamplingParams(max_tokens=1), use_tqdm=False
+    )[0]
     assert out.num_cached_tokens >= 128
 
 

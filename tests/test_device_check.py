@@ -28,8 +28,14 @@ def dry_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("device_check") / "report.json"
     env = {k: v for k, v in os.environ.items() if k not in ("OUT", "TRITON_INTERPRET")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "scripts"), env.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-m", "device_check", "--dry", "--out", str(out)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=DRY_PLAN.total_budget_s + 60)
+    done = subprocess.run(
+        [sys.executable, "-m", "device_check", "--dry", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DRY_PLAN.total_budget_s + 60,
+    )
     return done, json.loads(out.read_text()) if out.is_file() else None, out
 
 
@@ -114,12 +120,19 @@ def test_on_device_moves_only_triton_calls_and_returns_cpu_results():
 
 def test_junit_counts(tmp_path):
     path = tmp_path / "j.xml"
-    path.write_text('<testsuites><testsuite><testcase classname="a" name="ok"/>'
-                    '<testcase classname="a" name="bad"><failure message="x"/></testcase>'
-                    '<testcase classname="a" name="err"><error message="y"/></testcase>'
-                    '<testcase classname="a" name="skip"><skipped/></testcase></testsuite></testsuites>')
-    assert junit_counts(path) == {"tests": 4, "passed": 1, "skipped": 1, "failed": 2,
-                                  "failed_names": ["a::bad", "a::err"]}
+    path.write_text(
+        '<testsuites><testsuite><testcase classname="a" name="ok"/>'
+        '<testcase classname="a" name="bad"><failure message="x"/></testcase>'
+        '<testcase classname="a" name="err"><error message="y"/></testcase>'
+        '<testcase classname="a" name="skip"><skipped/></testcase></testsuite></testsuites>'
+    )
+    assert junit_counts(path) == {
+        "tests": 4,
+        "passed": 1,
+        "skipped": 1,
+        "failed": 2,
+        "failed_names": ["a::bad", "a::err"],
+    }
 
 
 def test_float64_logp_in_row_blocks_matches_log_softmax():

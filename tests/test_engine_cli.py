@@ -96,8 +96,21 @@ def test_engine_rejects_bad_options(tiny_model_dir):
 
 def test_cli_solve_end_to_end(tiny_model_dir, problems_file, tmp_path):
     out = tmp_path / "cli.jsonl"
-    args = ["solve", str(problems_file), "--model", tiny_model_dir, "--n", "2", "--max-new-tokens", "6",
-            "--limit", "3", "--out", str(out), "--quiet"]
+    args = [
+        "solve",
+        str(problems_file),
+        "--model",
+        tiny_model_dir,
+        "--n",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--limit",
+        "3",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "weighted:verifier_yes_no" in result.output and "generated tokens / problem" in result.output
@@ -109,8 +122,18 @@ def test_cli_help_is_complete():
     top = runner.invoke(main, ["--help"])
     assert top.exit_code == 0 and "solve" in top.output
     text = runner.invoke(main, ["solve", "--help"]).output
-    for option in ("--model", "--n", "--out", "--backend", "--temperature", "--max-new-tokens", "--seed",
-                   "--verifier", "--score-norm", "--limit"):
+    for option in (
+        "--model",
+        "--n",
+        "--out",
+        "--backend",
+        "--temperature",
+        "--max-new-tokens",
+        "--seed",
+        "--verifier",
+        "--score-norm",
+        "--limit",
+    ):
         assert option in text
 
 
@@ -118,12 +141,17 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
     from tts_engine.settings import parse_key_values as parse_backend_options
 
     assert parse_backend_options(("max_batch_rows=8", "dtype=float32", "x=0.5", "flag=true")) == {
-        "max_batch_rows": 8, "dtype": "float32", "x": 0.5, "flag": True}
+        "max_batch_rows": 8,
+        "dtype": "float32",
+        "x": 0.5,
+        "flag": True,
+    }
     runner = CliRunner()
     bad = runner.invoke(main, ["solve", str(problems_file), "--model", tiny_model_dir, "--backend-option", "nokey"])
     assert bad.exit_code != 0 and "expected KEY=VALUE" in bad.output
-    unknown = runner.invoke(main, ["solve", str(problems_file), "--model", tiny_model_dir,
-                                   "--backend-option", "warp_speed=9"])
+    unknown = runner.invoke(
+        main, ["solve", str(problems_file), "--model", tiny_model_dir, "--backend-option", "warp_speed=9"]
+    )
     assert unknown.exit_code != 0 and "warp_speed" in unknown.output
     engine = Engine(tiny_model_dir, backend_options={"max_batch_rows": 8})
     assert engine.backend.max_batch_rows == 8
@@ -136,10 +164,30 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
     if not (assets / "verifier" / "config.json").is_file():
         pytest.skip("no shipped process verifier")
     out = tmp_path / "p.jsonl"
-    result = CliRunner().invoke(main, [
-        "solve", str(problems_file), "--model", str(assets / "generator"), "--verifier-kind", "process",
-        "--verifier-model", str(assets / "verifier"), "--process-aggregation", "min", "--n", "2",
-        "--max-new-tokens", "24", "--limit", "2", "--out", str(out), "--quiet"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "solve",
+            str(problems_file),
+            "--model",
+            str(assets / "generator"),
+            "--verifier-kind",
+            "process",
+            "--verifier-model",
+            str(assets / "verifier"),
+            "--process-aggregation",
+            "min",
+            "--n",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--limit",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     record = next(iter(read_results(out)))
     assert record["run"]["verifier"] == "process:min"

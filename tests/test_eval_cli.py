@@ -52,8 +52,23 @@ def test_curve_writes_json_csv_png_and_prints_a_table(results_file, tmp_path):
 def test_curve_overlays_labelled_files(results_file, tmp_path):
     other = write_results(tmp_path / "other.jsonl", synthetic_records(10, 8, seed=1, separation=0.3))
     out = tmp_path / "both"
-    result = CliRunner().invoke(curve, [str(results_file), str(other), "--out", str(out), "--subsets", "20",
-                                        "--label", "strong", "--label", "weak", "--only", "yes_no"])
+    result = CliRunner().invoke(
+        curve,
+        [
+            str(results_file),
+            str(other),
+            "--out",
+            str(out),
+            "--subsets",
+            "20",
+            "--label",
+            "strong",
+            "--label",
+            "weak",
+            "--only",
+            "yes_no",
+        ],
+    )
     assert result.exit_code == 0, result.output
     labels = [c["label"] for c in json.loads((out / "curves.json").read_text())["curves"]]
     assert labels == ["strong", "weak"]
@@ -75,8 +90,10 @@ def test_curve_reports_bad_input_clearly(results_file, tmp_path):
 
 
 def test_curve_without_plots_or_verifier_scores(tmp_path):
-    path = write_results(tmp_path / "plain.jsonl", records_from_arrays(
-        [[0, 0, 1, -1], [1, 0, 1, 1]], [[True, False], [False, True]], num_parameters=None))
+    path = write_results(
+        tmp_path / "plain.jsonl",
+        records_from_arrays([[0, 0, 1, -1], [1, 0, 1, 1]], [[True, False], [False, True]], num_parameters=None),
+    )
     out = tmp_path / "o"
     result = CliRunner().invoke(curve, [str(path), "--out", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
@@ -88,11 +105,28 @@ def test_curve_without_plots_or_verifier_scores(tmp_path):
 
 def test_bench_generates_then_draws(tiny_model_dir, tmp_path):
     problems = tmp_path / "problems.jsonl"
-    problems.write_text("".join(json.dumps({"id": f"p{i}", "problem": f"{i}+{i}=", "answer": str(2 * i)}) + "\n"
-                                for i in range(3)))
+    problems.write_text(
+        "".join(json.dumps({"id": f"p{i}", "problem": f"{i}+{i}=", "answer": str(2 * i)}) + "\n" for i in range(3))
+    )
     out = tmp_path / "bench"
-    result = CliRunner().invoke(bench, ["--model", tiny_model_dir, "--problems", str(problems), "--n", "4",
-                                        "--max-new-tokens", "6", "--out", str(out), "--subsets", "10", "--quiet"])
+    result = CliRunner().invoke(
+        bench,
+        [
+            "--model",
+            tiny_model_dir,
+            "--problems",
+            str(problems),
+            "--n",
+            "4",
+            "--max-new-tokens",
+            "6",
+            "--out",
+            str(out),
+            "--subsets",
+            "10",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
     (c,) = json.loads((out / "curves.json").read_text())["curves"]

@@ -35,8 +35,9 @@ def brute_force(table, k: int) -> dict[str, np.ndarray]:
         hits: dict[str, list[bool]] = {}
         for subset in itertools.combinations(range(table.num_samples), k):
             ids = [int(table.class_ids[p, i]) for i in subset]
-            plans = [("majority", "majority", None)] + [(f"{s}:{kind}", s, kind) for kind in table.scores
-                                                        for s in ("weighted", "best_of_n")]
+            plans = [("majority", "majority", None)] + [
+                (f"{s}:{kind}", s, kind) for kind in table.scores for s in ("weighted", "best_of_n")
+            ]
             for name, strategy, kind in plans:
                 values = None if kind is None else [float(table.scores[kind][p, i]) for i in subset]
                 winner = vote_classes(strategy, ids, values).answer_class
@@ -119,13 +120,15 @@ def test_tie_rules_at_k_equal_n():
     # majority: 2-2 tie -> the class of the earliest sample (sample 0, class 1), which is wrong
     # weighted: sums 0.5+0.5 vs 0.25+0.75 tie, counts tie -> earliest sample again: class 1
     # best_of_n: the highest score 0.75 is sample 3 (class 0) and right
-    table = table_from_records(records_from_arrays(
-        [[1, 0, -1, 0, 1]], [[True, False]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]}))
+    table = table_from_records(
+        records_from_arrays([[1, 0, -1, 0, 1]], [[True, False]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]})
+    )
     got = per_problem_accuracy(table, [5], impl="prefix")
     assert got["majority"][0, 0] == 0.0 and got["weighted:v"][0, 0] == 0.0 and got["best_of_n:v"][0, 0] == 1.0
     # the no-answer sample 2 has the top score but votes for nothing
-    flipped = table_from_records(records_from_arrays(
-        [[1, 0, -1, 0, 1]], [[False, True]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]}))
+    flipped = table_from_records(
+        records_from_arrays([[1, 0, -1, 0, 1]], [[False, True]], {"v": [[0.5, 0.25, 1.0, 0.75, 0.5]]})
+    )
     assert per_problem_accuracy(flipped, [5], impl="prefix")["best_of_n:v"][0, 0] == 0.0
 
 
@@ -180,10 +183,16 @@ def test_group_breakdown_averages_the_problems_of_each_group():
 
 def test_compute_axes():
     tokens = np.array([[10, 30, 20, 40], [5, 5, 5, 5]])
-    table = table_from_records(records_from_arrays(
-        [[0, 0, 1, 1], [0, 1, 0, 1]], [[True, False], [False, True]], {"likelihood": np.full((2, 4), 0.5),
-                                                                      "verifier_yes_no": np.full((2, 4), 0.5)},
-        num_tokens=tokens, verifier_tokens=np.full((2, 4), 100), num_parameters=1000))
+    table = table_from_records(
+        records_from_arrays(
+            [[0, 0, 1, 1], [0, 1, 0, 1]],
+            [[True, False], [False, True]],
+            {"likelihood": np.full((2, 4), 0.5), "verifier_yes_no": np.full((2, 4), 0.5)},
+            num_tokens=tokens,
+            verifier_tokens=np.full((2, 4), 100),
+            num_parameters=1000,
+        )
+    )
     c = compute_curves(table)
     per_sample = tokens.mean()  # 15 generated tokens per sample
     majority = c["strategies"]["majority"]["compute"]

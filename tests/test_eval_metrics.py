@@ -15,9 +15,9 @@ from tts_engine.eval.verifier_metrics import auroc, average_ranks, reliability, 
 def test_crossing_interpolates_on_log2_compute():
     # target 0.6 lies halfway between 0.5 (at 2) and 0.7 (at 4): log2 x = 1.5, x = 2 ** 1.5
     reached, note = first_reach([1, 2, 4, 8], [0.2, 0.5, 0.7, 0.8], 0.6)
-    assert reached == pytest.approx(2 ** 1.5) and note == ""
+    assert reached == pytest.approx(2**1.5) and note == ""
     result = efficiency_ratio([1, 2, 4, 8], [0.2, 0.5, 0.7, 0.8], 0.6, reference_compute=8)
-    assert result["ratio"] == pytest.approx(8 / 2 ** 1.5)
+    assert result["ratio"] == pytest.approx(8 / 2**1.5)
 
 
 def test_crossing_takes_the_first_point_that_reaches_the_target():
@@ -44,11 +44,22 @@ def test_reaching_at_the_first_point_is_flagged_as_a_bound():
 def test_efficiency_table_on_constructed_curves():
     def entry(acc, tokens_per_sample):
         ks = [1, 2, 4, 8]
-        return {"accuracy": acc, "compute": {"samples": ks, "generated_tokens": [100 * k for k in ks],
-                                              "tokens": [tokens_per_sample * k for k in ks], "flops": None}}
+        return {
+            "accuracy": acc,
+            "compute": {
+                "samples": ks,
+                "generated_tokens": [100 * k for k in ks],
+                "tokens": [tokens_per_sample * k for k in ks],
+                "flops": None,
+            },
+        }
 
-    strategies = {"pass@k": entry([0.5, 0.7, 0.8, 0.9], 100), "majority": entry([0.4, 0.45, 0.5, 0.6], 100),
-                  "weighted:v": entry([0.4, 0.5, 0.7, 0.8], 200), "best_of_n:v": entry([0.4, 0.45, 0.5, 0.55], 200)}
+    strategies = {
+        "pass@k": entry([0.5, 0.7, 0.8, 0.9], 100),
+        "majority": entry([0.4, 0.45, 0.5, 0.6], 100),
+        "weighted:v": entry([0.4, 0.5, 0.7, 0.8], 200),
+        "best_of_n:v": entry([0.4, 0.45, 0.5, 0.55], 200),
+    }
     table = efficiency_table(strategies)
     assert "pass@k" not in table
     assert table["majority"]["samples"]["ratio"] == pytest.approx(1.0)
@@ -112,9 +123,13 @@ def test_score_metrics_by_hand():
 
 
 def test_verifier_metrics_cover_every_score_kind_and_skip_unknown_labels():
-    table = table_from_records(records_from_arrays(
-        [[0, 1, -1], [0, 0, 1]], [[True, False], None], {"a": [[0.9, 0.1, 0.2], [0.5, 0.5, 0.5]],
-                                                         "b": [[0.1, 0.9, 0.8], [0.5, 0.5, 0.5]]}))
+    table = table_from_records(
+        records_from_arrays(
+            [[0, 1, -1], [0, 0, 1]],
+            [[True, False], None],
+            {"a": [[0.9, 0.1, 0.2], [0.5, 0.5, 0.5]], "b": [[0.1, 0.9, 0.8], [0.5, 0.5, 0.5]]},
+        )
+    )
     metrics = verifier_metrics(table)
     assert set(metrics) == {"a", "b"}
     assert metrics["a"]["num_samples"] == 3  # the problem without a reference is left out

@@ -37,8 +37,9 @@ def test_load_skips_torn_lines_with_a_note(tmp_path):
 
 
 def test_uneven_sample_counts_missing_scores_and_bad_scores_are_noted():
-    records = records_from_arrays([[0, 1, 0], [1, 0, 0]], [[True, False], [False, True]],
-                                  {"v": [[0.5, 0.2, 0.1], [0.3, 0.4, 0.6]]})
+    records = records_from_arrays(
+        [[0, 1, 0], [1, 0, 0]], [[True, False], [False, True]], {"v": [[0.5, 0.2, 0.1], [0.3, 0.4, 0.6]]}
+    )
     records[0]["samples"].append(dict(records[0]["samples"][0]))  # 4 samples here, 3 there
     del records[1]["samples"][2]["scores"]["v"]
     records[1]["samples"][1]["scores"]["v"] = 1.7

@@ -54,8 +54,9 @@ def test_greedy_stop_string_and_length(hf_backend):
     greedy = hf_backend.generate(PROMPTS[:1], SamplingParams(n=2, temperature=0, max_new_tokens=8))[0]
     assert greedy[0].text == greedy[1].text and greedy[0].finish_reason == "length"
     first_char = greedy[0].text[2]
-    stopped = hf_backend.generate(PROMPTS[:1], SamplingParams(n=1, temperature=0, max_new_tokens=8,
-                                                              stop=[first_char]))[0][0]
+    stopped = hf_backend.generate(PROMPTS[:1], SamplingParams(n=1, temperature=0, max_new_tokens=8, stop=[first_char]))[
+        0
+    ][0]
     assert stopped.finish_reason == "stop"
     assert first_char not in stopped.text and greedy[0].text.startswith(stopped.text)
 

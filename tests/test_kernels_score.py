@@ -92,8 +92,10 @@ def test_reference_blocks_match_float64():
     """The memory-bounded reference, forced into many row and vocabulary blocks, and the naive one."""
     _, _, hidden, weight = _inputs(13, 40, 2003, torch.float32, seed=5)
     want = _float64_logp(hidden, weight, (2002, 0))
-    for got in (verifier_score_reference(hidden, weight, 2002, 0, block_elements=1000),
-                verifier_score_naive(hidden, weight, 2002, 0)):
+    for got in (
+        verifier_score_reference(hidden, weight, 2002, 0, block_elements=1000),
+        verifier_score_naive(hidden, weight, 2002, 0),
+    ):
         _assert_logp(got[0], want[0], 1e-5)
         _assert_logp(got[1], want[1], 1e-5)
 
@@ -124,15 +126,18 @@ def test_yes_no_score_is_stable():
         yes_no_score(torch.zeros(3), torch.zeros(4))
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda h, w: fused_verifier_score(h, w, 100, 1), "yes_id must be an int in \\[0, 100\\), got 100"),
-    (lambda h, w: fused_verifier_score(h, w, 1, -1), "no_id must be an int in \\[0, 100\\), got -1"),
-    (lambda h, w: fused_verifier_score(h, w[:, :8], 1, 2), "share D"),
-    (lambda h, w: fused_verifier_score(h[0], w, 1, 2), "hidden must be 2-D"),
-    (lambda h, w: fused_verifier_score(h, w.half(), 1, 2), "share a dtype"),
-    (lambda h, w: fused_verifier_score(h.long(), w.long(), 1, 2), "hidden dtype must be one of"),
-    (lambda h, w: fused_verifier_score(h, w, 1, 2, impl="cuda"), "impl must be one of"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda h, w: fused_verifier_score(h, w, 100, 1), "yes_id must be an int in \\[0, 100\\), got 100"),
+        (lambda h, w: fused_verifier_score(h, w, 1, -1), "no_id must be an int in \\[0, 100\\), got -1"),
+        (lambda h, w: fused_verifier_score(h, w[:, :8], 1, 2), "share D"),
+        (lambda h, w: fused_verifier_score(h[0], w, 1, 2), "hidden must be 2-D"),
+        (lambda h, w: fused_verifier_score(h, w.half(), 1, 2), "share a dtype"),
+        (lambda h, w: fused_verifier_score(h.long(), w.long(), 1, 2), "hidden dtype must be one of"),
+        (lambda h, w: fused_verifier_score(h, w, 1, 2, impl="cuda"), "impl must be one of"),
+    ],
+)
 def test_bad_input_names_argument_and_value(call, match):
     with pytest.raises(ValueError, match=match):
         call(torch.randn(4, 16), torch.randn(100, 16))
@@ -159,8 +164,10 @@ def test_import_without_triton_and_install_hint():
     assert "torch.Size([2])" in out and "ERR" in out and "pip install triton" in out
     lazy = "import sys, tts_engine.kernels; print('triton' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    assert subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True, env=env,
-                          check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True, env=env, check=True).stdout.strip()
+        == "False"
+    )
 
 
 @needs_triton
@@ -174,8 +181,9 @@ def test_gpu_path_compiles_for_sm90():
         "    for dt in (torch.bfloat16, torch.float32) for b in (1, 256)}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     reports = json.loads(out.strip().splitlines()[-1])
     assert len(reports) == 4
     for dtype, report in reports.items():
@@ -184,5 +192,6 @@ def test_gpu_path_compiles_for_sm90():
         if report["spill_bytes"] is not None:
             assert report["spill_bytes"] <= 64, (dtype, report)
     if any(r["spill_bytes"] is None for r in reports.values()):
-        pytest.skip("register spills not measured: triton's cuobjdump is not bundled here "
-                    "(every other compile check passed)")
+        pytest.skip(
+            "register spills not measured: triton's cuobjdump is not bundled here (every other compile check passed)"
+        )

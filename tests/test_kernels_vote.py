@@ -86,8 +86,9 @@ CASES = [  # (P, N, R, k, classes, score_values)
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("problems,samples,repeats,k,classes,score_values", CASES)
 def test_matches_python_oracle(impl, problems, samples, repeats, k, classes, score_values):
-    class_ids, scores, subsets = random_problem(problems, samples, repeats, k, classes, seed=k + samples,
-                                                score_values=score_values)
+    class_ids, scores, subsets = random_problem(
+        problems, samples, repeats, k, classes, seed=k + samples, score_values=score_values
+    )
     want = oracle(class_ids, scores, subsets)
     assert_votes(subset_vote(class_ids, scores, subsets, impl=impl), want)
     assert_votes(subset_vote(class_ids, scores, as_mask(subsets, samples), impl=impl), want)
@@ -107,17 +108,19 @@ def test_constructed_ties(impl):
         [1, 2, 4, 6],  # weighted sums tie three ways at 0.75 -> class 0 (2 samples); best_of_n: sample 4
         [8, 1, 7],  # weighted sums tie 0.5 = 0.5: count (class 4) beats first seen (class 0)
     ]
-    want = torch.tensor([
-        [[1, 0, 1, 2, -1, 0, 4]],  # majority
-        [[0, 2, 1, 2, -1, 0, 4]],  # weighted
-        [[0, 2, 0, 2, -1, 2, 0]],  # best_of_n
-    ])
+    want = torch.tensor(
+        [
+            [[1, 0, 1, 2, -1, 0, 4]],  # majority
+            [[0, 2, 1, 2, -1, 0, 4]],  # weighted
+            [[0, 2, 0, 2, -1, 2, 0]],  # best_of_n
+        ]
+    )
     mask = torch.zeros(1, len(rows), 9, dtype=torch.bool)
     for r, row in enumerate(rows):
         mask[0, r, row] = True
         one = torch.tensor([[row]])  # (1, 1, k) in the listed order
         assert oracle(class_ids, scores, one).flatten().tolist() == want[:, 0, r].tolist()
-        assert_votes(subset_vote(class_ids, scores, one, impl=impl), want[:, :, r:r + 1])
+        assert_votes(subset_vote(class_ids, scores, one, impl=impl), want[:, :, r : r + 1])
     assert_votes(subset_vote(class_ids, scores, mask, impl=impl), want)
 
 
@@ -171,20 +174,23 @@ def test_reference_blocks_over_problems_agree():
     assert torch.equal(torch.stack(blocked), oracle(class_ids, scores, subsets))
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda c, s, x: subset_vote(c, s, x[..., :1].expand(2, 3, 9).contiguous()), "k must be <= N=8, got k=9"),
-    (lambda c, s, x: subset_vote(c, s, x + 8), "sample indices in \\[0, 8\\), got"),
-    (lambda c, s, x: subset_vote(c, s[:, :5], x), "scores must be a float tensor of shape \\(2, 8\\)"),
-    (lambda c, s, x: subset_vote(c, s * 2, x), "scores must lie in \\[0, 1\\], got"),
-    (lambda c, s, x: subset_vote(c, s.masked_fill(s > 0, float("nan")), x), "scores must lie in"),
-    (lambda c, s, x: subset_vote(c - 2, s, x), "class_ids must be >= -1"),
-    (lambda c, s, x: subset_vote(c, s, x, torch.ones(2, 2, dtype=torch.bool)), "below C=2"),
-    (lambda c, s, x: subset_vote(c, s, x, torch.ones(3, 9, dtype=torch.bool)), "class_correct must be"),
-    (lambda c, s, x: subset_vote(c, s, torch.ones(2, 3, 7, dtype=torch.bool)), "mask must be \\(P, R, N=8"),
-    (lambda c, s, x: subset_vote(c, s, x[0]), "subsets must be \\(P=2, R, k\\)"),
-    (lambda c, s, x: subset_vote(c.float(), s, x), "class_ids must be a 2-D integer tensor"),
-    (lambda c, s, x: subset_vote(c, s, x, impl="gpu"), "impl must be one of"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda c, s, x: subset_vote(c, s, x[..., :1].expand(2, 3, 9).contiguous()), "k must be <= N=8, got k=9"),
+        (lambda c, s, x: subset_vote(c, s, x + 8), "sample indices in \\[0, 8\\), got"),
+        (lambda c, s, x: subset_vote(c, s[:, :5], x), "scores must be a float tensor of shape \\(2, 8\\)"),
+        (lambda c, s, x: subset_vote(c, s * 2, x), "scores must lie in \\[0, 1\\], got"),
+        (lambda c, s, x: subset_vote(c, s.masked_fill(s > 0, float("nan")), x), "scores must lie in"),
+        (lambda c, s, x: subset_vote(c - 2, s, x), "class_ids must be >= -1"),
+        (lambda c, s, x: subset_vote(c, s, x, torch.ones(2, 2, dtype=torch.bool)), "below C=2"),
+        (lambda c, s, x: subset_vote(c, s, x, torch.ones(3, 9, dtype=torch.bool)), "class_correct must be"),
+        (lambda c, s, x: subset_vote(c, s, torch.ones(2, 3, 7, dtype=torch.bool)), "mask must be \\(P, R, N=8"),
+        (lambda c, s, x: subset_vote(c, s, x[0]), "subsets must be \\(P=2, R, k\\)"),
+        (lambda c, s, x: subset_vote(c.float(), s, x), "class_ids must be a 2-D integer tensor"),
+        (lambda c, s, x: subset_vote(c, s, x, impl="gpu"), "impl must be one of"),
+    ],
+)
 def test_bad_input_names_argument_and_value(call, match):
     class_ids = torch.tensor([[0, 1, 2, 3, 0, 1, -1, 2]] * 2)
     with pytest.raises(ValueError, match=match):
@@ -202,8 +208,9 @@ def test_gpu_path_compiles_for_sm90():
         "    for w, m in ((1, False), (64, False), (256, False), (256, True))}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     reports = json.loads(out.strip().splitlines()[-1])
     assert len(reports) == 4
     for shape, report in reports.items():
@@ -211,5 +218,6 @@ def test_gpu_path_compiles_for_sm90():
         if report["spill_bytes"] is not None:
             assert report["spill_bytes"] == 0, (shape, report)
     if any(r["spill_bytes"] is None for r in reports.values()):
-        pytest.skip("register spills not measured: triton's cuobjdump is not bundled here "
-                    "(every other compile check passed)")
+        pytest.skip(
+            "register spills not measured: triton's cuobjdump is not bundled here (every other compile check passed)"
+        )

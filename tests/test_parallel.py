@@ -13,10 +13,17 @@ from tts_engine.parallel import build_workers, gpu_groups, merge_results, parse_
 from tts_engine.results import read_results
 
 
-@pytest.mark.parametrize("shard, message", [
-    ("1/0", "K must be >= 1"), ("2/2", r"I must be in \[0, 1\]"), ("-1/2", r"I must be in"),
-    ("a/2", "must look like I/K"), ("1", "must look like I/K"), ("1/2/3", "must look like I/K"),
-])
+@pytest.mark.parametrize(
+    "shard, message",
+    [
+        ("1/0", "K must be >= 1"),
+        ("2/2", r"I must be in \[0, 1\]"),
+        ("-1/2", r"I must be in"),
+        ("a/2", "must look like I/K"),
+        ("1", "must look like I/K"),
+        ("1/2/3", "must look like I/K"),
+    ],
+)
 def test_bad_shards_are_named(shard, message):
     with pytest.raises(ValueError, match=message):
         parse_shard(shard)
@@ -75,13 +82,24 @@ def test_merge_command_fails_on_missing_problems(tmp_path):
 
 def test_gpu_workers_get_their_devices_and_global_shards(tmp_path):
     out = tmp_path / "r.jsonl"
-    plan = build_workers("probs.jsonl", out, ["--n", "64", "--backend", "vllm"], gpu_groups=["0,1", "2,3"],
-                         node_rank=1, num_nodes=3)
+    plan = build_workers(
+        "probs.jsonl", out, ["--n", "64", "--backend", "vllm"], gpu_groups=["0,1", "2,3"], node_rank=1, num_nodes=3
+    )
     assert [w.shard for w in plan] == ["2/6", "3/6"]
     assert [w.env for w in plan] == [{"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}]
     argv = plan[0].argv
-    assert argv[argv.index("solve") + 1:] == ["probs.jsonl", "--n", "64", "--backend", "vllm", "--shard", "2/6",
-                                              "--out", str(tmp_path / "r.shard2.jsonl"), "--quiet"]
+    assert argv[argv.index("solve") + 1 :] == [
+        "probs.jsonl",
+        "--n",
+        "64",
+        "--backend",
+        "vllm",
+        "--shard",
+        "2/6",
+        "--out",
+        str(tmp_path / "r.shard2.jsonl"),
+        "--quiet",
+    ]
     assert plan[1].out == shard_path(out, 3) and plan[1].log == tmp_path / "r.shard3.log"
 
 
@@ -91,10 +109,15 @@ def test_cpu_workers_split_the_cores(tmp_path, monkeypatch):
     assert [w.shard for w in plan] == ["0/2", "1/2"] and plan[0].env == {"OMP_NUM_THREADS": "4"}
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({}, "either GPU groups"), ({"workers": 2, "gpu_groups": ["0"]}, "either GPU groups"),
-    ({"workers": 0}, "at least one worker"), ({"workers": 1, "node_rank": 2, "num_nodes": 2}, "node_rank"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "either GPU groups"),
+        ({"workers": 2, "gpu_groups": ["0"]}, "either GPU groups"),
+        ({"workers": 0}, "at least one worker"),
+        ({"workers": 1, "node_rank": 2, "num_nodes": 2}, "node_rank"),
+    ],
+)
 def test_bad_launch_plans_are_named(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         build_workers("p.jsonl", tmp_path / "r.jsonl", [], **kwargs)
@@ -117,13 +140,15 @@ def test_gpu_groups():
 @pytest.mark.slow
 def test_two_local_workers_match_one_process(tmp_path, tiny_model_dir):
     problems = tmp_path / "p.jsonl"
-    problems.write_text("".join(json.dumps({"id": f"q{i}", "problem": f"{i}+{i}=", "answer": str(2 * i)}) + "\n"
-                                for i in range(5)))
+    problems.write_text(
+        "".join(json.dumps({"id": f"q{i}", "problem": f"{i}+{i}=", "answer": str(2 * i)}) + "\n" for i in range(5))
+    )
     solve = ["--model", tiny_model_dir, "--n", "2", "--max-new-tokens", "6", "--seed", "3"]
     out = tmp_path / "r.jsonl"
     result = CliRunner().invoke(launch, [str(problems), "--workers", "2", "--out", str(out), *solve])
     assert result.exit_code == 0, result.output + "".join(
-        (tmp_path / f"r.shard{i}.log").read_text() for i in range(2) if (tmp_path / f"r.shard{i}.log").exists())
+        (tmp_path / f"r.shard{i}.log").read_text() for i in range(2) if (tmp_path / f"r.shard{i}.log").exists()
+    )
     merged = list(read_results(out))
     assert [r["id"] for r in merged] == [f"q{i}" for i in range(5)]
     assert [r["id"] for r in read_results(tmp_path / "r.shard1.jsonl")] == ["q1", "q3"]

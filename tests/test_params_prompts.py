@@ -4,13 +4,16 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import PromptConfig, build_prompt, build_verify_prompt
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"top_p": 1.5}, r"top_p must be in \(0, 1\], got 1.5"),
-    ({"n": 0}, "n must be an integer >= 1, got 0"),
-    ({"temperature": -1}, "temperature must be >= 0, got -1"),
-    ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
-    ({"stop": [""]}, "stop strings must be non-empty"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"top_p": 1.5}, r"top_p must be in \(0, 1\], got 1.5"),
+        ({"n": 0}, "n must be an integer >= 1, got 0"),
+        ({"temperature": -1}, "temperature must be >= 0, got -1"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
+        ({"stop": [""]}, "stop strings must be non-empty"),
+    ],
+)
 def test_sampling_params_validation_names_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SamplingParams(**kwargs)

@@ -15,15 +15,18 @@ from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_mo
 @pytest.fixture(scope="module")
 def model_and_tokenizer():
     tokenizer = build_char_tokenizer()
-    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=64, num_heads=4, num_layers=2,
-                                                       max_position_embeddings=256, seed=3))
+    model = build_tiny_model(
+        tokenizer, TinyModelConfig(hidden_size=64, num_heads=4, num_layers=2, max_position_embeddings=256, seed=3)
+    )
     return model, tokenizer
 
 
 def _backends(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    return (HFBackend(model, tokenizer, device="cpu", prefix_cache_tokens=0),
-            HFBackend(model, tokenizer, device="cpu", prefix_cache_tokens=100_000))
+    return (
+        HFBackend(model, tokenizer, device="cpu", prefix_cache_tokens=0),
+        HFBackend(model, tokenizer, device="cpu", prefix_cache_tokens=100_000),
+    )
 
 
 def test_trie_finds_the_longest_shared_prefix_and_cuts_the_kv():
@@ -45,8 +48,9 @@ def test_samples_are_the_same_with_and_without_the_cache(model_and_tokenizer):
     prompts = ["Compute left to right: 3+4.\n", "Compute left to right: 12*3-5.\n"]
     params = SamplingParams(n=3, temperature=1.0, max_new_tokens=20, seed=7)
     first = cached.generate(prompts, params)
-    assert [[s.text for s in row] for row in plain.generate(prompts, params)] == \
-        [[s.text for s in row] for row in first]
+    assert [[s.text for s in row] for row in plain.generate(prompts, params)] == [
+        [s.text for s in row] for row in first
+    ]
     # Continue every sample: the prompt + sample prefix is read from the cache, the outputs do not change.
     follow = [p + s.text + "<|endoftext|>Check.\n" for p, row in zip(prompts, first) for s in row]
     params1 = SamplingParams(n=1, temperature=1.0, max_new_tokens=12, seed=1)

@@ -26,8 +26,10 @@ from tts_engine.verifiers.prm import (
     register_prm_format,
 )
 
-CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHAT = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 SMALL = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=512)
 PROBLEM = "Compute left to right: 3+4*2."
 STEPS = ["3+4=7", "7*2=14", "\\boxed{14}"]
@@ -46,10 +48,18 @@ def tokenizer(extra=(), chat=False):
 def qwen2_config(tok, **kw):
     from transformers import Qwen2Config
 
-    return Qwen2Config(vocab_size=len(tok), hidden_size=SMALL.hidden_size, intermediate_size=SMALL.intermediate_size,
-                       num_hidden_layers=SMALL.num_layers, num_attention_heads=SMALL.num_heads,
-                       num_key_value_heads=SMALL.num_heads, max_position_embeddings=512,
-                       pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
+    return Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=SMALL.hidden_size,
+        intermediate_size=SMALL.intermediate_size,
+        num_hidden_layers=SMALL.num_layers,
+        num_attention_heads=SMALL.num_heads,
+        num_key_value_heads=SMALL.num_heads,
+        max_position_embeddings=512,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        **kw,
+    )
 
 
 def ids_of(tok, text):
@@ -76,8 +86,10 @@ def test_qwen_prm_reads_label_1_at_every_extra_0():
     torch.manual_seed(0)
     model = Qwen2ForTokenClassification(qwen2_config(tok, num_labels=2)).eval()
     scorer = QwenPRM(model, tok, device="cpu")
-    text = (f"<|im_start|>system\n{QwenPRM.system_prompt}<|im_end|>\n<|im_start|>user\n{PROBLEM}<|im_end|>\n"
-            "<|im_start|>assistant\n3+4=7<extra_0>7*2=14<extra_0>\\boxed{14}<extra_0><|im_end|>\n")
+    text = (
+        f"<|im_start|>system\n{QwenPRM.system_prompt}<|im_end|>\n<|im_start|>user\n{PROBLEM}<|im_end|>\n"
+        "<|im_start|>assistant\n3+4=7<extra_0>7*2=14<extra_0>\\boxed{14}<extra_0><|im_end|>\n"
+    )
     expected = ids_of(tok, text)
     sep = tok.convert_tokens_to_ids("<extra_0>")
     with torch.no_grad():
@@ -110,7 +122,7 @@ def test_rlhflow_reads_the_position_that_predicts_each_assistant_plus():
     plus, minus = tok.convert_tokens_to_ids("+"), tok.convert_tokens_to_ids("-")
     # the "+" answering each turn: the token after each "<|im_start|>assistant\n"
     head = ids_of(tok, "<|im_start|>assistant\n")
-    answers = [i + len(head) for i in range(len(expected)) if expected[i:i + len(head)] == head]
+    answers = [i + len(head) for i in range(len(expected)) if expected[i : i + len(head)] == head]
     assert all(expected[a] == plus for a in answers)
     with torch.no_grad():
         logits = model(torch.tensor([expected])).logits[0]
@@ -165,8 +177,14 @@ def test_formats_are_detected_from_the_checkpoint_and_load(tmp_path):
     rlhflow = save(tmp_path, "rlhflow", build_tiny_model(rtok, SMALL), rtok)
     ktok = tokenizer()
     body, head = skywork_model(ktok)
-    sky = save(tmp_path, "skywork", body, ktok, ["Qwen2ForPrmModel"],
-               {"v_head.summary.weight": head.weight.detach().clone(), "v_head.summary.bias": head.bias.detach().clone()})
+    sky = save(
+        tmp_path,
+        "skywork",
+        body,
+        ktok,
+        ["Qwen2ForPrmModel"],
+        {"v_head.summary.weight": head.weight.detach().clone(), "v_head.summary.bias": head.bias.detach().clone()},
+    )
     for path, name in ((qwen, "qwen_prm"), (shepherd, "math_shepherd"), (rlhflow, "rlhflow"), (sky, "skywork")):
         assert detect_prm_format(path) == name
         prm = load_prm(path, device="cpu")

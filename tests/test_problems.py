@@ -35,11 +35,17 @@ def test_gsm8k_reference_is_number_after_hashes(tmp_path):
 
 def test_fields_ids_and_numeric_answers(tmp_path):
     f = tmp_path / "p.jsonl"
-    f.write_text("\n".join(json.dumps(r) for r in [
-        {"problem": "a", "answer": 27.0, "level": 3, "subject": "Algebra", "solution": "x" * 500},
-        {"question": "b", "answer": 2.5},
-        {"problem": "c"},
-    ]) + "\n\n")
+    f.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"problem": "a", "answer": 27.0, "level": 3, "subject": "Algebra", "solution": "x" * 500},
+                {"question": "b", "answer": 2.5},
+                {"problem": "c"},
+            ]
+        )
+        + "\n\n"
+    )
     a, b, c = load_problems(f)
     assert (a.id, a.reference, a.fields) == ("1", "27", {"level": 3, "subject": "Algebra"})
     assert (b.id, b.reference) == ("2", "2.5")

@@ -20,16 +20,19 @@ PROBLEM = "Compute left to right: 28*4-18+80."
 RIGHT = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
 
 
-@pytest.mark.parametrize("solution, first_error", [
-    (RIGHT, NO_ERROR),
-    ("28*4=113\n113-18=95\n95+80=175\n\\boxed{175}", 0),     # arithmetic slip, later lines consistent with it
-    ("28*4=112\n112-17=95\n95+80=175\n\\boxed{175}", 1),     # wrong operand copied
-    ("28*4=112\n110-18=92\n92+80=172\n\\boxed{172}", 1),     # wrong carry of the running value
-    ("28*4=112\n112-18=94\n94+80=174\n\\boxed{147}", 3),     # wrong copy into the box
-    ("28*4=112\n112-18=94\n94+80=174\n\\boxed{174}\nmore", 4),
-    ("28*4=112\nhello\n94+80=174\n\\boxed{174}", 1),
-    ("28*4=112\n112-18=94", None),                            # right so far but incomplete
-])
+@pytest.mark.parametrize(
+    "solution, first_error",
+    [
+        (RIGHT, NO_ERROR),
+        ("28*4=113\n113-18=95\n95+80=175\n\\boxed{175}", 0),  # arithmetic slip, later lines consistent with it
+        ("28*4=112\n112-17=95\n95+80=175\n\\boxed{175}", 1),  # wrong operand copied
+        ("28*4=112\n110-18=92\n92+80=172\n\\boxed{172}", 1),  # wrong carry of the running value
+        ("28*4=112\n112-18=94\n94+80=174\n\\boxed{147}", 3),  # wrong copy into the box
+        ("28*4=112\n112-18=94\n94+80=174\n\\boxed{174}\nmore", 4),
+        ("28*4=112\nhello\n94+80=174\n\\boxed{174}", 1),
+        ("28*4=112\n112-18=94", None),  # right so far but incomplete
+    ],
+)
 def test_arith_first_error(solution, first_error):
     assert arith_first_error(PROBLEM, solution) == first_error
 
@@ -107,6 +110,7 @@ class KnowingVerifier:
             ok = text.endswith("\\boxed{20}")
             s = 1.0 if ok else 0.0
             return ProcessSampleScore({"process_final": s, "verifier_yes_no": s}, 3, first_error=NO_ERROR if ok else 0)
+
         return [[one(t) for t in outs] for outs in outputs]
 
 

@@ -35,8 +35,18 @@ def test_step_count_mismatch_drops_step_verdicts_but_keeps_final(form):
     assert parsed.final is True and parsed.num_step_verdicts == 2
 
 
-@pytest.mark.parametrize("text", ["", "garbage ~~~ \\boxed{", "verdict:", "1:+\n2:x\nverdict:Maybe", None,
-                                  "<step_verification><step>\\boxed{CORR", "<final_verification>\\boxed{}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "garbage ~~~ \\boxed{",
+        "verdict:",
+        "1:+\n2:x\nverdict:Maybe",
+        None,
+        "<step_verification><step>\\boxed{CORR",
+        "<final_verification>\\boxed{}",
+    ],
+)
 def test_garbage_never_raises(text):
     parsed = parse_verification(text, 2)
     assert parsed.steps is None and parsed.final is None
@@ -115,8 +125,9 @@ def test_scores_of_every_kind_and_status():
     assert c.status == "unparsable+forced_verdict" and c.step_scores is None
     assert c.scores["process_min"] == c.scores["process_final"]  # falls back
     assert backend.verdict_prompts[0].endswith("1:+\n2:+\nverdict:")
-    assert a.tokens == len(backend.encode(verifier.prompts(["q1"], ["q1\n"], [[solutions[0][0]]])[0])) + \
-        len(backend.encode(outputs[0]))
+    assert a.tokens == len(backend.encode(verifier.prompts(["q1"], ["q1\n"], [[solutions[0][0]]])[0])) + len(
+        backend.encode(outputs[0])
+    )
 
 
 def test_bad_settings_are_named():
@@ -128,8 +139,9 @@ def test_bad_settings_are_named():
 
 def test_runs_on_a_real_tiny_model(hf_backend):
     verifier = ProcessVerifier(hf_backend, max_new_tokens=8, step_scores="exact")
-    scored = verifier.score(["Compute left to right: 1+2."], ["Compute left to right: 1+2.\n"],
-                            [["1+2=3\n\\boxed{3}", "zzz"]])
+    scored = verifier.score(
+        ["Compute left to right: 1+2."], ["Compute left to right: 1+2.\n"], [["1+2=3\n\\boxed{3}", "zzz"]]
+    )
     for s in scored[0]:
         assert all(0.0 <= v <= 1.0 for v in s.scores.values())
         assert s.tokens > 0 and s.status

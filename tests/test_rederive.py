@@ -17,21 +17,29 @@ SOLUTION = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
 
 def test_reference_solution_checks_out_in_a_form_it_does_not_contain():
     check = rederive(PROBLEM, SOLUTION)
-    assert check.text.split("\n") == ["4*28=112 vs 112 +", "94+18=112 vs 112 +", "80+94=174 vs 174 +",
-                                      "boxed 174 vs 174 +", "verdict:Yes"]
+    assert check.text.split("\n") == [
+        "4*28=112 vs 112 +",
+        "94+18=112 vs 112 +",
+        "80+94=174 vs 174 +",
+        "boxed 174 vs 174 +",
+        "verdict:Yes",
+    ]
     assert check.marks == (True, True, True, True) and check.verdict
     for line in check.text.split("\n")[:3]:  # the re-derivation never repeats a solution line
         assert line.split(" vs ")[0] not in SOLUTION
 
 
-@pytest.mark.parametrize("solution, bad_line", [
-    ("28*4=112\n112-18=93\n93+80=173\n\\boxed{173}", 1),   # wrong result of a subtraction
-    ("28*4=102\n102-18=84\n84+80=164\n\\boxed{164}", 0),   # wrong product
-    ("28*4=112\n112-18=94\n94+80=175\n\\boxed{175}", 2),   # wrong sum
-    ("28*4=112\n112-18=94\n95+80=175\n\\boxed{175}", 2),   # carried the wrong value into the step
-    ("28*4=112\n112-19=93\n93+80=173\n\\boxed{173}", 1),   # used the wrong operand
-    ("28*4=112\n112-18=94\n94+80=174\n\\boxed{175}", 3),   # copied the answer wrong
-])
+@pytest.mark.parametrize(
+    "solution, bad_line",
+    [
+        ("28*4=112\n112-18=93\n93+80=173\n\\boxed{173}", 1),  # wrong result of a subtraction
+        ("28*4=102\n102-18=84\n84+80=164\n\\boxed{164}", 0),  # wrong product
+        ("28*4=112\n112-18=94\n94+80=175\n\\boxed{175}", 2),  # wrong sum
+        ("28*4=112\n112-18=94\n95+80=175\n\\boxed{175}", 2),  # carried the wrong value into the step
+        ("28*4=112\n112-19=93\n93+80=173\n\\boxed{173}", 1),  # used the wrong operand
+        ("28*4=112\n112-18=94\n94+80=174\n\\boxed{175}", 3),  # copied the answer wrong
+    ],
+)
 def test_the_first_wrong_step_is_marked(solution, bad_line):
     check = rederive(PROBLEM, solution)
     assert not check.verdict
@@ -97,12 +105,16 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
 
     tokenizer = build_char_tokenizer()
     wrong = "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}"
-    prompt_ids, target, roles = verification_example(tokenizer, check_prompt_config(task_prompt_config(), "yes_no"),
-                                                     PROBLEM, wrong)
+    prompt_ids, target, roles = verification_example(
+        tokenizer, check_prompt_config(task_prompt_config(), "yes_no"), PROBLEM, wrong
+    )
     text = tokenizer.decode(prompt_ids, skip_special_tokens=False)
     assert text == PROBLEM + "\n" + wrong + "<|endoftext|>Is this solution correct? Answer Yes or No.\n"
     assert tokenizer.decode(target) == "No" and roles == ["verdict-"]
-    prompt_ids, target, roles = verification_example(tokenizer, check_prompt_config(task_prompt_config()),
-                                                     PROBLEM, SOLUTION)
-    assert tokenizer.decode(prompt_ids, skip_special_tokens=False).endswith("\\boxed{174}<|endoftext|>Check each step.\n")
+    prompt_ids, target, roles = verification_example(
+        tokenizer, check_prompt_config(task_prompt_config()), PROBLEM, SOLUTION
+    )
+    assert tokenizer.decode(prompt_ids, skip_special_tokens=False).endswith(
+        "\\boxed{174}<|endoftext|>Check each step.\n"
+    )
     assert tokenizer.decode(target, skip_special_tokens=True) == rederive(PROBLEM, SOLUTION).text

@@ -41,8 +41,10 @@ class ScriptedBackend:
 
     def generate(self, prompts, params):
         self.calls.append((list(prompts), params))
-        return [[self._sample(p, row_seed(params.seed or 0, p, j) % 10, bool(params.stop)) for j in range(params.n)]
-                for p in prompts]
+        return [
+            [self._sample(p, row_seed(params.seed or 0, p, j) % 10, bool(params.stop)) for j in range(params.n)]
+            for p in prompts
+        ]
 
     def _sample(self, prompt, digit, stop):
         k = prompt.count(DELIM)
@@ -86,8 +88,9 @@ def scripted(engine):
 
 def run(engine, strategy, n=8, scorer=None, **config):
     config.setdefault("step_delimiter", DELIM)
-    return solve_search(engine, PROBLEMS, strategy, SearchConfig(**config), n=n, scorer=scorer or DigitScorer(),
-                        progress=False)
+    return solve_search(
+        engine, PROBLEMS, strategy, SearchConfig(**config), n=n, scorer=scorer or DigitScorer(), progress=False
+    )
 
 
 def nodes_of(record):
@@ -133,11 +136,14 @@ def test_beam_search_keeps_the_best_n_over_m_and_batches_every_problem_per_round
             assert path[::-1] == sample["steps"] and DELIM.join(path[::-1]) == sample["text"]
             assert sample["scores"]["step_last"] == pytest.approx(sample["step_scores"][-1])
             assert sample["scores"]["step_min"] == pytest.approx(min(sample["step_scores"]))
-        assert record["compute"]["generated_tokens"] == sum(n["num_tokens"] for n in nodes.values()
-                                                             if n["parent"] == 0) + sum(
-            n["num_tokens"] - nodes[n["parent"]]["num_tokens"] for n in nodes.values() if n["parent"] not in (None, 0))
-        assert record["compute"]["verifier_tokens"] == sum(3 * len(n["step_scores"]) for n in nodes.values()
-                                                            if n["parent"] is not None)
+        assert record["compute"]["generated_tokens"] == sum(
+            n["num_tokens"] for n in nodes.values() if n["parent"] == 0
+        ) + sum(
+            n["num_tokens"] - nodes[n["parent"]]["num_tokens"] for n in nodes.values() if n["parent"] not in (None, 0)
+        )
+        assert record["compute"]["verifier_tokens"] == sum(
+            3 * len(n["step_scores"]) for n in nodes.values() if n["parent"] is not None
+        )
         assert "weighted:step_last" in record["strategies"] and record["run"]["search"]["strategy"] == "beam"
 
 
@@ -182,12 +188,28 @@ def test_lookahead_scores_with_greedy_steps_it_does_not_keep(engine, scripted):
 
 def test_results_are_written_per_problem_and_a_rerun_resumes(engine, scripted, tmp_path):
     out = tmp_path / "beam.jsonl"
-    first = solve_search(engine, PROBLEMS[:2], "beam", SearchConfig(step_delimiter=DELIM, beam_width=2), n=4,
-                         scorer=DigitScorer(), out=out, progress=False)
+    first = solve_search(
+        engine,
+        PROBLEMS[:2],
+        "beam",
+        SearchConfig(step_delimiter=DELIM, beam_width=2),
+        n=4,
+        scorer=DigitScorer(),
+        out=out,
+        progress=False,
+    )
     assert [r["id"] for r in read_results(out)] == ["p0", "p1"]
     calls = len(scripted.calls)
-    again = solve_search(engine, PROBLEMS, "beam", SearchConfig(step_delimiter=DELIM, beam_width=2), n=4,
-                         scorer=DigitScorer(), out=out, progress=False)
+    again = solve_search(
+        engine,
+        PROBLEMS,
+        "beam",
+        SearchConfig(step_delimiter=DELIM, beam_width=2),
+        n=4,
+        scorer=DigitScorer(),
+        out=out,
+        progress=False,
+    )
     assert [r["id"] for r in again] == ["p0", "p1", "p2"] and again[:2] == first
     prompt = engine.prompts(PROBLEMS[2:])[0]
     assert all(p.startswith(prompt) for prompts, _ in scripted.calls[calls:] for p in prompts)
@@ -204,8 +226,11 @@ def test_unified_step_scorer_scores_each_prefix_once():
         def score(self, questions, prompts, outputs):
             seen.extend(o for outs in outputs for o in outs)
             from tts_engine.verifiers.base import SampleScore
-            return [[SampleScore({"verifier_vocab": 0.1, "verifier_yes_no": len(o) / 100}, len(o)) for o in outs]
-                    for outs in outputs]
+
+            return [
+                [SampleScore({"verifier_vocab": 0.1, "verifier_yes_no": len(o) / 100}, len(o)) for o in outs]
+                for outs in outputs
+            ]
 
     scorer = UnifiedStepScorer(Verifier(), lambda p: p + "\n", "\n")
     first = scorer.score_batch(["q", "q"], [["a"], ["b"]])
@@ -215,13 +240,16 @@ def test_unified_step_scorer_scores_each_prefix_once():
     assert second[0].scores == [0.01, 0.04] and second[0].tokens == 4 and second[1].tokens == 0
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(beam_width=0), "beam_width must be an integer >= 1"),
-    (dict(lookahead=-1), "lookahead must be an integer >= 0"),
-    (dict(step_aggregation="max"), "step_aggregation must be one of"),
-    (dict(step_delimiter=""), "step_delimiter must be a non-empty string"),
-    (dict(prm_format="foo"), "prm_format must be one of"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(beam_width=0), "beam_width must be an integer >= 1"),
+        (dict(lookahead=-1), "lookahead must be an integer >= 0"),
+        (dict(step_aggregation="max"), "step_aggregation must be one of"),
+        (dict(step_delimiter=""), "step_delimiter must be a non-empty string"),
+        (dict(prm_format="foo"), "prm_format must be one of"),
+    ],
+)
 def test_bad_settings_fail_with_the_setting_named(bad, message):
     with pytest.raises(ValueError, match=message):
         SearchConfig(**bad)
@@ -241,14 +269,22 @@ def bundled(count):
     from tts_engine.models import default_problems_path
     from tts_engine.problems import load_problems
 
-    return load_problems(default_problems_path())[::200 // count]
+    return load_problems(default_problems_path())[:: 200 // count]
 
 
 @pytest.mark.parametrize("strategy", ["beam", "dvts"])
 def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
     engine = Engine()  # the embedded default, unified verifier
-    records = solve_search(engine, bundled(2), strategy, n=4, max_new_tokens=96, out=tmp_path / "r.jsonl",
-                           progress=False, config=SearchConfig(beam_width=2))
+    records = solve_search(
+        engine,
+        bundled(2),
+        strategy,
+        n=4,
+        max_new_tokens=96,
+        out=tmp_path / "r.jsonl",
+        progress=False,
+        config=SearchConfig(beam_width=2),
+    )
     assert len(records) == 2 and records[0]["run"]["search"]["step_delimiter"] == "\n"
     for record in records:
         assert len(record["samples"]) == 4
@@ -259,10 +295,18 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
 
 
 def test_shipped_tango_pair_with_the_process_verifier():
-    engine = Engine(str(ASSETS / "tango" / "generator"), verifier="process",
-                    verifier_model=str(ASSETS / "tango" / "verifier"))
-    (record,) = solve_search(engine, bundled(1), "beam", SearchConfig(beam_width=2, step_aggregation="min"), n=4,
-                             max_new_tokens=96, progress=False)
+    engine = Engine(
+        str(ASSETS / "tango" / "generator"), verifier="process", verifier_model=str(ASSETS / "tango" / "verifier")
+    )
+    (record,) = solve_search(
+        engine,
+        bundled(1),
+        "beam",
+        SearchConfig(beam_width=2, step_aggregation="min"),
+        n=4,
+        max_new_tokens=96,
+        progress=False,
+    )
     assert record["run"]["verifier"] == "process" and len(record["samples"]) == 4
     assert all(len(s["step_scores"]) == len(s["steps"]) for s in record["samples"])
     assert all(0 <= x <= 1 for s in record["samples"] for x in s["step_scores"])
@@ -272,13 +316,23 @@ def test_math500_prompts_with_a_tiny_long_context_model(shared_data, tmp_path):
     from tts_engine.problems import load_problems
     from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
 
-    path = save_tiny_checkpoint(tmp_path / "long", TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2,
-                                                                    intermediate_size=64, max_position_embeddings=4096))
+    path = save_tiny_checkpoint(
+        tmp_path / "long",
+        TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=4096),
+    )
     problems = load_problems(shared_data("math500.jsonl"), limit=3)
     engine = Engine(str(path))
     for strategy in ("beam", "dvts"):
-        records = solve_search(engine, problems, strategy, SearchConfig(beam_width=2, max_steps=3), n=4,
-                               max_new_tokens=24, out=tmp_path / f"{strategy}.jsonl", progress=False)
+        records = solve_search(
+            engine,
+            problems,
+            strategy,
+            SearchConfig(beam_width=2, max_steps=3),
+            n=4,
+            max_new_tokens=24,
+            out=tmp_path / f"{strategy}.jsonl",
+            progress=False,
+        )
         assert [r["id"] for r in records] == [p.id for p in problems]
         assert records[0]["run"]["search"]["step_delimiter"] == "\n\n"
         for record in records:

@@ -50,8 +50,14 @@ def test_field_docstrings_become_help_with_defaults():
     assert field_docs(Toy)["size"] == "How many."
     code, out = run(toy, ["--help"])
     assert code == 0
-    for text in ("--size INTEGER", "How many.  [default: 3]", "--mode, --kind [a|b]", "[default: 1.0,2.0]",
-                 "--verbose", "--config FILE"):
+    for text in (
+        "--size INTEGER",
+        "How many.  [default: 3]",
+        "--mode, --kind [a|b]",
+        "[default: 1.0,2.0]",
+        "--verbose",
+        "--config FILE",
+    ):
         assert text in out
 
 
@@ -60,16 +66,24 @@ def test_defaults_then_config_file_then_options(tmp_path):
     yaml_file = tmp_path / "c.yaml"
     yaml_file.write_text("size: 7\nmode: b\nweights: [0.5]\n")
     assert json.loads(run(toy, ["--config", str(yaml_file)])[1]) == {
-        "size": 7, "mode": "b", "weights": [0.5], "verbose": False}
-    got = json.loads(run(toy, ["--config", str(yaml_file), "--size", "9", "--kind", "a", "--weights", "1,2,3",
-                               "--verbose"])[1])
+        "size": 7,
+        "mode": "b",
+        "weights": [0.5],
+        "verbose": False,
+    }
+    got = json.loads(
+        run(toy, ["--config", str(yaml_file), "--size", "9", "--kind", "a", "--weights", "1,2,3", "--verbose"])[1]
+    )
     assert got == {"size": 9, "mode": "a", "weights": [1.0, 2.0, 3.0], "verbose": True}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--size", "0"], "Error: invalid value for --size: size must be >= 1, got 0"),
-    (["--weights", "1,x"], "expected comma-separated float values"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--size", "0"], "Error: invalid value for --size: size must be >= 1, got 0"),
+        (["--weights", "1,x"], "expected comma-separated float values"),
+    ],
+)
 def test_bad_values_are_one_line_errors(args, message):
     code, out = run(toy, args)
     assert code != 0 and message in out and "Traceback" not in out
@@ -93,9 +107,23 @@ def test_bench_lists_the_same_engine_options_as_solve():
     from tts_engine.eval.cli import bench
 
     solve = main.get_command(click.Context(main), "solve")
-    engine = {"--model", "--backend", "--verifier", "--verifier-kind", "--verifier-model", "--process-aggregation",
-              "--score-norm", "--grader", "--judge-model", "--backend-option", "--n", "--temperature", "--top-p",
-              "--max-new-tokens", "--seed"}
+    engine = {
+        "--model",
+        "--backend",
+        "--verifier",
+        "--verifier-kind",
+        "--verifier-model",
+        "--process-aggregation",
+        "--score-norm",
+        "--grader",
+        "--judge-model",
+        "--backend-option",
+        "--n",
+        "--temperature",
+        "--top-p",
+        "--max-new-tokens",
+        "--seed",
+    }
     assert engine <= _option_names(solve) and engine <= _option_names(bench)
     shared = {p.name for p in solve.params} & {p.name for p in bench.params}
     from dataclasses import fields
@@ -128,12 +156,16 @@ def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_p
     assert "--tau" in _one_line_error(["solve", "--strategy", "adaptive-n", "--tau", "2"])
     assert "--budgets" in _one_line_error(["solve", "--strategy", "adaptive-length", "--budgets", "512,256"])
     assert "--n: n must be an integer >= 1" in _one_line_error(["solve", "--n", "0"])
-    assert "--num-subsets" in _one_line_error(["curve", str(malformed_problems), "--out", str(tmp_path), "--subsets",
-                                               "0"])
+    assert "--num-subsets" in _one_line_error(
+        ["curve", str(malformed_problems), "--out", str(tmp_path), "--subsets", "0"]
+    )
     assert "--top-p" in _one_line_error(["bench", "--out", str(tmp_path / "b"), "--top-p", "2"])
-    assert "problems.jsonl:2" in _one_line_error(["bench", "--out", str(tmp_path / "b"), "--problems",
-                                                  str(malformed_problems)])
-    assert "not a results file" in _one_line_error(["merge", str(malformed_problems), "--out", str(tmp_path / "m.jsonl")])
+    assert "problems.jsonl:2" in _one_line_error(
+        ["bench", "--out", str(tmp_path / "b"), "--problems", str(malformed_problems)]
+    )
+    assert "not a results file" in _one_line_error(
+        ["merge", str(malformed_problems), "--out", str(tmp_path / "m.jsonl")]
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed: no error to show")

@@ -15,8 +15,18 @@ from tts_engine.verifiers.process import parse_verification
 
 def test_schedule_warmup_then_three_to_one():
     phases = [tr.phase(s, warmup_steps=2, ratio=3) for s in range(10)]
-    assert phases == ["warmup", "warmup", "generator", "generator", "generator", "verifier",
-                      "generator", "generator", "generator", "verifier"]
+    assert phases == [
+        "warmup",
+        "warmup",
+        "generator",
+        "generator",
+        "generator",
+        "verifier",
+        "generator",
+        "generator",
+        "generator",
+        "verifier",
+    ]
     assert tr.count_phases(10, 2, 3) == {"warmup": 2, "generator": 6, "verifier": 2}
     assert tr.count_phases(10, 2, 3, upto=5) == {"warmup": 2, "generator": 3, "verifier": 0}
 
@@ -72,8 +82,9 @@ def test_verifier_reward_and_class_weights():
     ok = parse_verification("1:+\n2:+\nverdict:Yes", 2)
     inconsistent = parse_verification("1:+\n2:-\nverdict:Yes", 2)
     garbage = parse_verification("??", 2)
-    assert tr.verifier_rewards([ok, inconsistent, garbage, ok], [True, True, False, False], 0.2) == \
-        pytest.approx([1.2, 1.0, 0.0, 0.2])
+    assert tr.verifier_rewards([ok, inconsistent, garbage, ok], [True, True, False, False], 0.2) == pytest.approx(
+        [1.2, 1.0, 0.0, 0.2]
+    )
     w = tr.class_weights([True, False, False, False])
     assert w == pytest.approx([0.5, 1 / 6, 1 / 6, 1 / 6])
 
@@ -98,9 +109,20 @@ def micro_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("tango")
     model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
     ckpt.save_model(root / "init", model, tok, ckpt.task_prompt_config())
-    config = TangoConfig(init_dir=str(root / "init"), out_dir=str(root / "run"), warmup_steps=2, rl_steps=4,
-                         prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2,
-                         verifier_group=2, max_new_tokens=12, verifier_max_new_tokens=8, save_every=3)
+    config = TangoConfig(
+        init_dir=str(root / "init"),
+        out_dir=str(root / "run"),
+        warmup_steps=2,
+        rl_steps=4,
+        prompts_per_step=2,
+        group_size=2,
+        verifier_problems=2,
+        verifier_rollouts=2,
+        verifier_group=2,
+        max_new_tokens=12,
+        verifier_max_new_tokens=8,
+        save_every=3,
+    )
     train_tango(config, progress=False, log=lambda _: None)
     return config, root
 

@@ -24,8 +24,9 @@ def test_shipped_pair_serves():
     prompt = build_prompt(config, problem, generator)
     samples = generator.generate([prompt], SamplingParams(n=2, temperature=0.0, max_new_tokens=64))[0]
     assert "\\boxed{" in samples[0].text
-    verifier = ProcessVerifier(HFBackend(str(ASSETS / "verifier"), device="cpu"),
-                               PromptConfig.load(ASSETS / "verifier"), max_new_tokens=48)
+    verifier = ProcessVerifier(
+        HFBackend(str(ASSETS / "verifier"), device="cpu"), PromptConfig.load(ASSETS / "verifier"), max_new_tokens=48
+    )
     scored = verifier.score([problem], [prompt], [[s.text for s in samples] + ["18+7=25\n25*3=75\n\\boxed{75}"]])[0]
     assert len(scored) == 3
     for s in scored:

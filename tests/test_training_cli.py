@@ -9,8 +9,13 @@ from click.testing import CliRunner
 
 from tts_engine.cli import main
 
-MICRO_MODEL = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
-               "max_position_embeddings": 256}
+MICRO_MODEL = {
+    "hidden_size": 32,
+    "num_layers": 1,
+    "num_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 256,
+}
 
 
 def tts(*args):
@@ -24,8 +29,9 @@ def sft_run(tmp_path_factory):
     """An SFT run of two steps, its settings from a YAML file and one override."""
     root = tmp_path_factory.mktemp("train")
     config = root / "sft.yaml"
-    config.write_text(f"steps: 2\nbatch_size: 2\neval_every: 2\ndev_per_level: 1\nthreads: 1\n"
-                      f"model: {json.dumps(MICRO_MODEL)}\n")
+    config.write_text(
+        f"steps: 2\nbatch_size: 2\neval_every: 2\ndev_per_level: 1\nthreads: 1\nmodel: {json.dumps(MICRO_MODEL)}\n"
+    )
     out = root / "sft"
     tts("train", "sft", "--config", config, "--out", out, "--lr", "0.01", "--quiet")
     return out
@@ -41,16 +47,53 @@ def test_sft_writes_a_checkpoint_with_its_settings(sft_run):
 
 def test_rlv_one_step(sft_run, tmp_path):
     out = tmp_path / "rlv"
-    tts("train", "rlv", "--init", sft_run, "--out", out, "--steps", 1, "--prompts-per-step", 2, "--group-size", 2,
-        "--eval-every", 1, "--dev-per-level", 1, "--max-new-tokens", 16, "--quiet")
+    tts(
+        "train",
+        "rlv",
+        "--init",
+        sft_run,
+        "--out",
+        out,
+        "--steps",
+        1,
+        "--prompts-per-step",
+        2,
+        "--group-size",
+        2,
+        "--eval-every",
+        1,
+        "--dev-per-level",
+        1,
+        "--max-new-tokens",
+        16,
+        "--quiet",
+    )
     record = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
     assert record["step"] == 1 and 0.0 <= record["reward"] <= 1.0
 
 
 def test_tango_and_its_step_label_diagnostic(sft_run, tmp_path):
-    micro = ["--init-dir", sft_run, "--prompts-per-step", 2, "--group-size", 2, "--verifier-problems", 1,
-             "--verifier-rollouts", 2, "--verifier-group", 2, "--max-new-tokens", 16, "--verifier-max-new-tokens", 16,
-             "--save-every", 1, "--quiet"]
+    micro = [
+        "--init-dir",
+        sft_run,
+        "--prompts-per-step",
+        2,
+        "--group-size",
+        2,
+        "--verifier-problems",
+        1,
+        "--verifier-rollouts",
+        2,
+        "--verifier-group",
+        2,
+        "--max-new-tokens",
+        16,
+        "--verifier-max-new-tokens",
+        16,
+        "--save-every",
+        1,
+        "--quiet",
+    ]
     out = tts("train", "tango", "--out-dir", tmp_path / "tango", "--warmup-steps", 1, "--rl-steps", 1, *micro)
     assert "generator:" in out and (tmp_path / "tango" / "verifier").is_dir()
     phases = [json.loads(line)["phase"] for line in (tmp_path / "tango" / "log.jsonl").read_text().splitlines()]
@@ -61,8 +104,24 @@ def test_tango_and_its_step_label_diagnostic(sft_run, tmp_path):
 
 def test_unified_sft_one_step(sft_run, tmp_path):
     out = tmp_path / "unified"
-    tts("train", "unified-sft", "--init-dir", sft_run, "--generator-dir", sft_run, "--out-dir", out, "--steps", 1,
-        "--problems", 1, "--rollouts", 2, "--max-new-tokens", 16)
+    tts(
+        "train",
+        "unified-sft",
+        "--init-dir",
+        sft_run,
+        "--generator-dir",
+        sft_run,
+        "--out-dir",
+        out,
+        "--steps",
+        1,
+        "--problems",
+        1,
+        "--rollouts",
+        2,
+        "--max-new-tokens",
+        16,
+    )
     assert (out / "config.json").is_file()
 
 
@@ -79,8 +138,27 @@ def test_evaluate_make_problems_and_export(sft_run, tmp_path):
 
 def test_joint_one_step_then_resume(sft_run, tmp_path):
     out = tmp_path / "joint"
-    micro = ["--init", sft_run, "--out", out, "--gen-batch", 2, "--own-problems", 1, "--group-size", 2,
-             "--planted", 2, "--eval-every", 1, "--dev-per-level", 1, "--max-new-tokens", 16, "--quiet"]
+    micro = [
+        "--init",
+        sft_run,
+        "--out",
+        out,
+        "--gen-batch",
+        2,
+        "--own-problems",
+        1,
+        "--group-size",
+        2,
+        "--planted",
+        2,
+        "--eval-every",
+        1,
+        "--dev-per-level",
+        1,
+        "--max-new-tokens",
+        16,
+        "--quiet",
+    ]
     tts("train", "joint", "--steps", 1, *micro)
     first = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
     assert first["step"] == 1 and first["check_loss"] > 0 and "check_balanced" in first

@@ -15,15 +15,19 @@ def test_evaluate_reports_the_curve_numbers(tiny_model_dir, tmp_path):
     problems = first_per_level(load_problems(bundled_problems_path()), 1)
     results = tmp_path / "results.jsonl"
     report = evaluate(tiny_model_dir, problems, n=4, progress=False, out=results)
-    assert report["problems"] == 5 and report["n"] == 4 and set(report["pass@1_by_level"]) == {f"L{i}" for i in
-                                                                                                 range(1, 6)}
+    assert (
+        report["problems"] == 5
+        and report["n"] == 4
+        and set(report["pass@1_by_level"]) == {f"L{i}" for i in range(1, 6)}
+    )
     out = tmp_path / "curves"
     assert CliRunner().invoke(curve, [str(results), "--out", str(out), "--no-plots"]).exit_code == 0
     (c,) = json.loads((out / "curves.json").read_text())["curves"]
     assert report["pass@1"] == pytest.approx(c["strategies"]["pass@k"]["accuracy"][0])
     assert report["strategies"]["majority"][4] == pytest.approx(c["strategies"]["majority"]["accuracy"][-1])
     assert report["strategies"]["weighted (yes_no)"][4] == pytest.approx(
-        c["strategies"]["weighted:verifier_yes_no"]["accuracy"][-1])
+        c["strategies"]["weighted:verifier_yes_no"]["accuracy"][-1]
+    )
     assert report["verifier"]["yes_no"]["auroc"] == c["verifier"]["verifier_yes_no"]["auroc"]
     text = to_markdown(json.loads(json.dumps(report)))  # sizes become strings in JSON
     assert "| majority |" in text and "N=4" in text

@@ -78,13 +78,15 @@ def test_rl_and_verification_losses_decrease_on_a_fixed_batch(algorithm):
     adv = advantages(rewards, algorithm).flatten()
     flat = [(i, s) for i, row in enumerate(samples) for s in row]
     prompt_ids = [tok.encode(prompts[i], add_special_tokens=False) for i, _ in flat]
-    examples = verification_examples(config, problems, prompts, [[s.text for s in r] for r in samples],
-                                     rewards.tolist())
+    examples = verification_examples(
+        config, problems, prompts, [[s.text for s in r] for r in samples], rewards.tolist()
+    )
     yes, no = tok.convert_tokens_to_ids("Yes"), tok.convert_tokens_to_ids("No")
 
     def losses():
-        pg = policy_loss(model, prompt_ids, [s.token_ids for _, s in flat], [s.logprobs for _, s in flat], adv,
-                         0.2, tok.pad_token_id)
+        pg = policy_loss(
+            model, prompt_ids, [s.token_ids for _, s in flat], [s.logprobs for _, s in flat], adv, 0.2, tok.pad_token_id
+        )
         return pg, verification_loss(model, tok, examples, yes, no)[0]
 
     pg0, v0 = losses()
@@ -103,8 +105,17 @@ def test_rl_and_verification_losses_decrease_on_a_fixed_batch(algorithm):
 def test_trainer_runs_checkpoints_and_resumes(tmp_path):
     model, tok = ckpt.new_model(MICRO)
     ckpt.save_model(tmp_path / "init", model, tok, ckpt.task_prompt_config())
-    config = RLVConfig(init_dir=str(tmp_path / "init"), out_dir=str(tmp_path / "rlv"), algorithm="rloo", steps=2,
-                       prompts_per_step=2, group_size=2, max_new_tokens=8, eval_every=100, dev_per_level=1)
+    config = RLVConfig(
+        init_dir=str(tmp_path / "init"),
+        out_dir=str(tmp_path / "rlv"),
+        algorithm="rloo",
+        steps=2,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=8,
+        eval_every=100,
+        dev_per_level=1,
+    )
     train_rlv(config, progress=False, log=lambda _: None)
     records = [json.loads(line) for line in (tmp_path / "rlv" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2]
@@ -139,13 +150,22 @@ def test_joint_losses_equal_the_separate_losses():
     rewards = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
     adv = advantages(rewards, "grpo").flatten()
     flat = [(i, s) for i, row in enumerate(samples) for s in row]
-    examples = verification_examples(config, problems, prompts, [[s.text for s in r] for r in samples],
-                                     rewards.tolist())
+    examples = verification_examples(
+        config, problems, prompts, [[s.text for s in r] for r in samples], rewards.tolist()
+    )
     yes, no = tok.convert_tokens_to_ids("Yes"), tok.convert_tokens_to_ids("No")
-    pg, v, scores = joint_losses(model, tok, [prompts[i] for i, _ in flat], [s for _, s in flat], examples, adv,
-                                 yes, no, 0.2)
-    pg_ref = policy_loss(model, [tok.encode(prompts[i], add_special_tokens=False) for i, _ in flat],
-                         [s.token_ids for _, s in flat], [s.logprobs for _, s in flat], adv, 0.2, tok.pad_token_id)
+    pg, v, scores = joint_losses(
+        model, tok, [prompts[i] for i, _ in flat], [s for _, s in flat], examples, adv, yes, no, 0.2
+    )
+    pg_ref = policy_loss(
+        model,
+        [tok.encode(prompts[i], add_special_tokens=False) for i, _ in flat],
+        [s.token_ids for _, s in flat],
+        [s.logprobs for _, s in flat],
+        adv,
+        0.2,
+        tok.pad_token_id,
+    )
     v_ref, scores_ref = verification_loss(model, tok, examples, yes, no)
     assert torch.allclose(pg, pg_ref, atol=1e-5) and torch.allclose(v, v_ref, atol=1e-5)
     assert torch.allclose(scores, scores_ref, atol=1e-5)

@@ -39,8 +39,7 @@ def test_sft_loss_counts_only_the_solution():
 
 def test_checkpoint_round_trip_and_resume(tmp_path):
     out = tmp_path / "sft"
-    config = SFTConfig(out_dir=str(out), steps=2, batch_size=4, eval_every=100, model=MICRO, threads=1,
-                       dev_per_level=1)
+    config = SFTConfig(out_dir=str(out), steps=2, batch_size=4, eval_every=100, model=MICRO, threads=1, dev_per_level=1)
     train_sft(config, progress=False, log=lambda _: None)
     model, tok, prompt_config = ckpt.load_model(out)
     assert prompt_config == ckpt.task_prompt_config()

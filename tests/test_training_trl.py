@@ -32,8 +32,9 @@ PROBLEMS = [{"problem": "Compute 1+2.", "answer": "3"}, {"problem": "Compute 4*2
 def tiny():
     torch.set_num_threads(1)
     tokenizer = build_char_tokenizer()
-    model = build_tiny_model(tokenizer, TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
-                                                        intermediate_size=64, seed=3))
+    model = build_tiny_model(
+        tokenizer, TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seed=3)
+    )
     return model, tokenizer
 
 
@@ -44,20 +45,45 @@ def half_boxed_reward(prompts=None, completions=None, **_):
 
 def make_trainer(tiny, tmp_path, verify_weight=1.0, problems=PROBLEMS, cls=RLVGRPOTrainer, **overrides):
     model, tokenizer = tiny
-    settings = dict(output_dir=str(tmp_path), per_device_train_batch_size=G * len(problems), num_generations=G,
-                    max_completion_length=12, max_steps=2, learning_rate=1e-3, logging_steps=1, bf16=False,
-                    use_cpu=True, report_to=[], save_strategy="no", seed=7, temperature=1.0,
-                    dataloader_num_workers=0, disable_tqdm=True, loss_type="grpo")
+    settings = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=G * len(problems),
+        num_generations=G,
+        max_completion_length=12,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        bf16=False,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        seed=7,
+        temperature=1.0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        loss_type="grpo",
+    )
     settings.update(overrides)
     data = Dataset.from_list(rlv_dataset_rows(problems, tokenizer, PROMPT_CONFIG))
     if cls is RLVGRPOTrainer:
         args = RLVGRPOConfig(verify_weight=verify_weight, **settings)
-        return cls(model=copy.deepcopy(model), reward_funcs=half_boxed_reward, args=args, train_dataset=data,
-                   processing_class=tokenizer, prompt_config=PROMPT_CONFIG)
+        return cls(
+            model=copy.deepcopy(model),
+            reward_funcs=half_boxed_reward,
+            args=args,
+            train_dataset=data,
+            processing_class=tokenizer,
+            prompt_config=PROMPT_CONFIG,
+        )
     from trl import GRPOConfig
 
-    return cls(model=copy.deepcopy(model), reward_funcs=half_boxed_reward, args=GRPOConfig(**settings),
-               train_dataset=data, processing_class=tokenizer)
+    return cls(
+        model=copy.deepcopy(model),
+        reward_funcs=half_boxed_reward,
+        args=GRPOConfig(**settings),
+        train_dataset=data,
+        processing_class=tokenizer,
+    )
 
 
 def one_batch(trainer):
@@ -136,15 +162,18 @@ def test_losses_equal_the_cpu_trainers_on_one_batch(tiny, tmp_path):
     with torch.no_grad():
         now = rlv.completion_logprobs(model, *rlv.pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)[:2])
     generator = torch.Generator().manual_seed(0)
-    old_lists = [(now[b, len(p):len(p) + len(c)] + 0.6 * torch.rand(len(c), generator=generator) - 0.3).tolist()
-                 for b, (p, c) in enumerate(zip(prompt_ids, completion_ids))]
+    old_lists = [
+        (now[b, len(p) : len(p) + len(c)] + 0.6 * torch.rand(len(c), generator=generator) - 0.3).tolist()
+        for b, (p, c) in enumerate(zip(prompt_ids, completion_ids))
+    ]
     batch["old_per_token_logps"] = torch.zeros_like(batch["completion_mask"], dtype=torch.float32)
     for b, lps in enumerate(old_lists):
-        batch["old_per_token_logps"][b, :len(lps)] = torch.tensor(lps)
+        batch["old_per_token_logps"][b, : len(lps)] = torch.tensor(lps)
     trainer.args.verify_weight = 0.0
     trl_policy = trainer.compute_loss(model, batch)
-    cpu_policy = rlv.policy_loss(model, prompt_ids, completion_ids, old_lists, batch["advantages"],
-                                 trainer.epsilon_low, tokenizer.pad_token_id)
+    cpu_policy = rlv.policy_loss(
+        model, prompt_ids, completion_ids, old_lists, batch["advantages"], trainer.epsilon_low, tokenizer.pad_token_id
+    )
     assert abs(cpu_policy.item()) > 1e-3  # off-policy: not the trivial on-policy value -mean(advantages) = 0
     torch.testing.assert_close(trl_policy, cpu_policy, atol=1e-6, rtol=1e-5)
     grads = [torch.autograd.grad(loss, list(model.parameters())) for loss in (trl_policy, cpu_policy)]
@@ -184,8 +213,9 @@ def test_rule_reward_on_hand_made_cases():
 
 def test_async_reward_matches_sync():
     reward = async_answer_reward("rule")
-    assert asyncio.run(reward(prompts=[""] * 5, completions=SOLUTIONS, answer=REFERENCES)) == \
-        answer_reward("rule")(prompts=[""] * 5, completions=SOLUTIONS, answer=REFERENCES)
+    assert asyncio.run(reward(prompts=[""] * 5, completions=SOLUTIONS, answer=REFERENCES)) == answer_reward("rule")(
+        prompts=[""] * 5, completions=SOLUTIONS, answer=REFERENCES
+    )
 
 
 def test_verl_compute_score_rule():
@@ -235,10 +265,18 @@ class FakeJudgeServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.prompts.append(body["prompt"])
-                yes = "<model_answer>one half</model_answer>" in body["prompt"] and \
-                    "<ground_truth_answer>1/2</ground_truth_answer>" in body["prompt"]
-                data = json.dumps({"choices": [{"index": 0, "text": "True" if yes else "False", "token_ids": [1],
-                                                "finish_reason": "stop"}], "usage": {"prompt_tokens": 1}}).encode()
+                yes = (
+                    "<model_answer>one half</model_answer>" in body["prompt"]
+                    and "<ground_truth_answer>1/2</ground_truth_answer>" in body["prompt"]
+                )
+                data = json.dumps(
+                    {
+                        "choices": [
+                            {"index": 0, "text": "True" if yes else "False", "token_ids": [1], "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 1},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -269,27 +307,70 @@ def test_command_line_trains_and_saves_what_tts_solve_serves(tmp_path):
     from tts_engine.tiny import save_tiny_checkpoint
     from tts_engine.training.trl import main
 
-    model_dir = save_tiny_checkpoint(tmp_path / "model", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2,
-                                                                         intermediate_size=64))
+    model_dir = save_tiny_checkpoint(
+        tmp_path / "model", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    )
     PROMPT_CONFIG.save(model_dir)
     problems = tmp_path / "problems.jsonl"
     problems.write_text("".join(json.dumps(p) + "\n" for p in PROBLEMS))
     out = tmp_path / "out"
-    main(["--model", str(model_dir), "--problems", str(problems), "--output_dir", str(out), "--max_steps", "1",
-          "--num_generations", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
-          "--use_cpu", "true", "--bf16", "false", "--report_to", "none", "--save_strategy", "no",
-          "--verify_weight", "0.5", "--disable_tqdm", "true"])
+    main(
+        [
+            "--model",
+            str(model_dir),
+            "--problems",
+            str(problems),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "1",
+            "--num_generations",
+            "2",
+            "--per_device_train_batch_size",
+            "4",
+            "--max_completion_length",
+            "8",
+            "--use_cpu",
+            "true",
+            "--bf16",
+            "false",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+            "--verify_weight",
+            "0.5",
+            "--disable_tqdm",
+            "true",
+        ]
+    )
     assert (out / "model.safetensors").is_file() and PromptConfig.load(out) == PROMPT_CONFIG
     with pytest.raises(SystemExit, match="needs --judge_url"):
-        main(["--model", str(model_dir), "--problems", str(problems), "--output_dir", str(out), "--reward", "hybrid",
-              "--use_cpu", "true", "--bf16", "false"])
+        main(
+            [
+                "--model",
+                str(model_dir),
+                "--problems",
+                str(problems),
+                "--output_dir",
+                str(out),
+                "--reward",
+                "hybrid",
+                "--use_cpu",
+                "true",
+                "--bf16",
+                "false",
+            ]
+        )
 
 
 def test_the_engine_never_imports_trl_or_verl():
     import subprocess
     import sys
 
-    code = ("import sys, tts_engine, tts_engine.cli, tts_engine.engine, tts_engine.training.cli; "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trl', 'verl')); "
-            "assert not bad, bad")
+    code = (
+        "import sys, tts_engine, tts_engine.cli, tts_engine.engine, tts_engine.training.cli; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trl', 'verl')); "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -13,9 +13,9 @@ def pad_pairs(prompts: list[list[int]], completions: list[list[int]], pad_id: in
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     completion_mask = torch.zeros((len(rows), width), dtype=torch.float32)
     for b, (p, c) in enumerate(zip(prompts, completions)):
-        ids[b, :len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
-        mask[b, :len(p) + len(c)] = 1
-        completion_mask[b, len(p):len(p) + len(c)] = 1.0
+        ids[b, : len(p) + len(c)] = torch.tensor(p + c, dtype=torch.long)
+        mask[b, : len(p) + len(c)] = 1
+        completion_mask[b, len(p) : len(p) + len(c)] = 1.0
     return ids, mask, completion_mask
 
 
@@ -32,8 +32,8 @@ def next_token_logits(model, sequences: list[list[int]], pad_id: int) -> torch.T
     ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(sequences), width), dtype=torch.long)
     for b, s in enumerate(sequences):
-        ids[b, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[b, :len(s)] = 1
+        ids[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[b, : len(s)] = 1
     logits = model(input_ids=ids, attention_mask=mask).logits.float()  # (B, T, V)
     last = torch.tensor([len(s) - 1 for s in sequences])
     return logits[torch.arange(len(sequences)), last]  # (B, V)

@@ -52,8 +52,13 @@ def save_model(path: str | Path, model, tokenizer, prompt_config: PromptConfig, 
 
 def save_state(path: str | Path, optimizer, scheduler, step: int, extra: dict | None = None) -> None:
     """Optimizer, schedule, step and RNG state, so a run resumes where it stopped."""
-    state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-             "torch_rng": torch.get_rng_state(), "extra": extra or {}}
+    state = {
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "step": step,
+        "torch_rng": torch.get_rng_state(),
+        "extra": extra or {},
+    }
     torch.save(state, Path(path) / TRAINING_STATE)
 
 
@@ -83,9 +88,16 @@ def cosine_schedule(optimizer, total_steps: int, warmup_steps: int, min_ratio: f
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-SERVING_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                 "tokenizer_config.json",
-                 "special_tokens_map.json", "tts_engine.json", TRAINING_CONFIG)
+SERVING_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tts_engine.json",
+    TRAINING_CONFIG,
+)
 
 
 def export_serving(run_dir: str | Path, dest: str | Path) -> Path:

@@ -80,18 +80,34 @@ def _register_trainers() -> None:
     from .tango_unified import UnifiedSFTConfig
 
     trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
-    trainer_command("joint", JointConfig, _joint,
-                    "One model that solves and checks its own solutions: generation SFT plus the step-by-step "
-                    "re-derivation check on its fresh samples and on planted errors.")
-    trainer_command("rlv", RLVConfig, _rlv,
-                    "RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts.")
-    trainer_command("tango", TangoConfig, _tango,
-                    "Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint.")
-    trainer_command("tango-step-labels", TangoConfig, _tango_step_labels,
-                    "Diagnostic beside Tango: the same process verifier trained by SFT with step labels "
-                    "(use --rl-steps 0).")
-    trainer_command("unified-sft", UnifiedSFTConfig, _unified_sft,
-                    "The one-token (Yes/No) baseline verifier of the Tango comparison, SFT on outcome labels.")
+    trainer_command(
+        "joint",
+        JointConfig,
+        _joint,
+        "One model that solves and checks its own solutions: generation SFT plus the step-by-step "
+        "re-derivation check on its fresh samples and on planted errors.",
+    )
+    trainer_command(
+        "rlv",
+        RLVConfig,
+        _rlv,
+        "RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts.",
+    )
+    trainer_command(
+        "tango", TangoConfig, _tango, "Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint."
+    )
+    trainer_command(
+        "tango-step-labels",
+        TangoConfig,
+        _tango_step_labels,
+        "Diagnostic beside Tango: the same process verifier trained by SFT with step labels (use --rl-steps 0).",
+    )
+    trainer_command(
+        "unified-sft",
+        UnifiedSFTConfig,
+        _unified_sft,
+        "The one-token (Yes/No) baseline verifier of the Tango comparison, SFT on outcome labels.",
+    )
 
 
 _register_trainers()
@@ -99,8 +115,13 @@ _register_trainers()
 
 @train.command(cls=Command)
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--problems", "problems_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="JSONL problem set. [the bundled set]")
+@click.option(
+    "--problems",
+    "problems_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="JSONL problem set. [the bundled set]",
+)
 @click.option("-n", "--samples", "n", type=int, default=64, show_default=True, help="Samples per problem.")
 @click.option("--per-level", type=int, default=None, help="Only the first PER_LEVEL problems of each level.")
 @click.option("--threads", type=int, default=1, show_default=True, help="torch CPU threads.")
@@ -131,8 +152,13 @@ def make_problems(out, seed, per_level) -> None:
     """Write the arithmetic task's evaluation set (the bundled one by default)."""
     from .task import EVAL_PER_LEVEL, EVAL_SEED, bundled_problems_path, write_problem_set
 
-    click.echo(write_problem_set(out or bundled_problems_path(), EVAL_SEED if seed is None else seed,
-                                 EVAL_PER_LEVEL if per_level is None else per_level))
+    click.echo(
+        write_problem_set(
+            out or bundled_problems_path(),
+            EVAL_SEED if seed is None else seed,
+            EVAL_PER_LEVEL if per_level is None else per_level,
+        )
+    )
 
 
 @train.command("export", cls=Command)

@@ -102,8 +102,11 @@ def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, s
     check = rederive(problem, solution)
     if prompt_config.verify_form == "yes_no":
         word = prompt_config.yes_token if check.verdict else prompt_config.no_token
-        return (enc(build_verify_prompt(prompt_config, problem, prompt, solution)), enc(word),
-                ["verdict+" if check.verdict else "verdict-"])
+        return (
+            enc(build_verify_prompt(prompt_config, problem, prompt, solution)),
+            enc(word),
+            ["verdict+" if check.verdict else "verdict-"],
+        )
     ids, roles = check_targets(tokenizer, check.text)
     return enc(build_process_prompt(prompt_config, problem, prompt, solution, "compact")), ids, roles
 
@@ -115,7 +118,7 @@ def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
     lines = check_text.split("\n")
     for k, line in enumerate(lines):
         if line.startswith(VERDICT_PREFIX):
-            body, last, role = VERDICT_PREFIX, line[len(VERDICT_PREFIX):], "verdict"
+            body, last, role = VERDICT_PREFIX, line[len(VERDICT_PREFIX) :], "verdict"
             sign = "+" if last == "Yes" else "-"
         else:
             body, last, role, sign = line[:-1], line[-1], "mark", line[-1]
@@ -157,8 +160,8 @@ def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, mark_weight
     weights = torch.zeros_like(comp)  # (B, T)
     flat_roles = [["pad"] * ids.shape[1] for _ in pairs]
     for b, (p, row) in enumerate(zip(prompt_ids, role_weights(roles, mark_weight, verdict_weight))):
-        weights[b, len(p):len(p) + len(row)] = torch.tensor(row)
-        flat_roles[b][len(p):len(p) + len(row)] = roles[b]
+        weights[b, len(p) : len(p) + len(row)] = torch.tensor(row)
+        flat_roles[b][len(p) : len(p) + len(row)] = roles[b]
     logp = completion_logprobs(model, ids, mask)  # (B, T)
     loss = -(logp * weights).sum() / weights.sum()
     return loss, _role_accuracy(logp.detach(), flat_roles)
@@ -189,16 +192,21 @@ def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems
 
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
-    scores = make_unified_verifier(backend, prompt_config).score([p.problem for p in problems], prompts,
-                                                           [[s.text for s in row] for row in rows])
+    scores = make_unified_verifier(backend, prompt_config).score(
+        [p.problem for p in problems], prompts, [[s.text for s in row] for row in rows]
+    )
     right, wrong = [], []
     for p, row, srow in zip(problems, rows, scores):
         for s, sc in zip(row, srow):
             (right if solution_reward(p.answer, s.text) > 0 else wrong).append(sc.scores["verifier_yes_no"] > 0.5)
     acc_right = sum(right) / max(1, len(right))
     acc_wrong = 1 - sum(wrong) / max(1, len(wrong))
-    return {"check_acc_right": round(acc_right, 3), "check_acc_wrong": round(acc_wrong, 3),
-            "check_balanced": round((acc_right + acc_wrong) / 2, 3), "dev_wrong": len(wrong)}
+    return {
+        "check_acc_right": round(acc_right, 3),
+        "check_acc_wrong": round(acc_wrong, 3),
+        "check_balanced": round((acc_right + acc_wrong) / 2, 3),
+        "dev_wrong": len(wrong),
+    }
 
 
 def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
@@ -226,10 +234,12 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         pairs = own_samples(backend, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
         pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
         model.train()
-        gen_loss = sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen],
-                            [p.solution for p in gen])
-        ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config.mark_weight,
-                                        config.verdict_weight)
+        gen_loss = sft_loss(
+            model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen]
+        )
+        ver_loss, accuracy = check_loss(
+            model, tokenizer, prompt_config, pairs, config.mark_weight, config.verdict_weight
+        )
         loss = gen_loss + config.verify_weight * ver_loss
         optimizer.zero_grad()
         loss.backward()
@@ -238,8 +248,14 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         scheduler.step()
         step += 1
         bar.update(1)
-        record = {"step": step, "gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4),
-                  **accuracy, "lr": scheduler.get_last_lr()[0], "elapsed_s": round(time.time() - start, 1)}
+        record = {
+            "step": step,
+            "gen_loss": round(gen_loss.item(), 4),
+            "check_loss": round(ver_loss.item(), 4),
+            **accuracy,
+            "lr": scheduler.get_last_lr()[0],
+            "elapsed_s": round(time.time() - start, 1),
+        }
         bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}")
         if step % config.eval_every == 0 or step == config.steps:
             record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)

@@ -12,8 +12,9 @@ from .task import LEVELS, make_problem_set
 DEV_SEED = 777
 
 
-def dev_pass_at_1(model, tokenizer, prompt_config, per_level: int = 16, n: int = 4,
-                  max_new_tokens: int = 96) -> dict[str, float]:
+def dev_pass_at_1(
+    model, tokenizer, prompt_config, per_level: int = 16, n: int = 4, max_new_tokens: int = 96
+) -> dict[str, float]:
     """pass@1 at temperature 1 per level (and overall) on a fixed dev set; leaves the model in train mode."""
     problems = make_problem_set(DEV_SEED, LEVELS, per_level)
     backend = HFBackend(model, tokenizer, device="cpu")

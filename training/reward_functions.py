@@ -23,16 +23,29 @@ from tts_engine.answers.judge import TINYV_PROMPT
 REWARD_MODES = ("rule", "hybrid", "judge")
 
 
-def openai_judge(base_url: str, model: str, *, api_key: str | None = None, max_new_tokens: int = 8,
-                 prompt_template: str = TINYV_PROMPT, timeout: float = 60.0, max_retries: int = 3,
-                 max_concurrency: int = 16) -> LLMJudge:
+def openai_judge(
+    base_url: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    max_new_tokens: int = 8,
+    prompt_template: str = TINYV_PROMPT,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_concurrency: int = 16,
+) -> LLMJudge:
     """An LLM judge (TinyV's prompt and True/False reply) behind an OpenAI-compatible completions server."""
     from tts_engine.backends.openai import OpenAIBackend
 
-    backend = OpenAIBackend(model=model, base_url=base_url, api_key=api_key, timeout=timeout,
-                            max_retries=max_retries, max_concurrency=max_concurrency)
-    return LLMJudge(backend, prompt_template=prompt_template, max_new_tokens=max_new_tokens,
-                    use_chat_template=False)
+    backend = OpenAIBackend(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_concurrency=max_concurrency,
+    )
+    return LLMJudge(backend, prompt_template=prompt_template, max_new_tokens=max_new_tokens, use_chat_template=False)
 
 
 def _completion_text(completion) -> str:
@@ -44,8 +57,7 @@ def _completion_text(completion) -> str:
     raise TypeError(f"completion must be text or a list of messages, got {type(completion).__name__}")
 
 
-def answer_reward(mode: str = "rule", judge=None, *, answer_column: str = "answer",
-                  question_column: str = "problem"):
+def answer_reward(mode: str = "rule", judge=None, *, answer_column: str = "answer", question_column: str = "problem"):
     """A TRL reward function: 1.0 when a completion's final answer is equivalent to the row's answer, else 0.0.
 
     mode: "rule", "hybrid" (rule, then `judge` where the rule does not say equivalent) or "judge".
@@ -57,12 +69,15 @@ def answer_reward(mode: str = "rule", judge=None, *, answer_column: str = "answe
 
     def reward(prompts=None, completions=None, **columns) -> list[float]:
         if answer_column not in columns:
-            raise ValueError(f"the dataset needs an {answer_column!r} column with the reference answers "
-                             f"(columns passed: {sorted(k for k in columns if not k.startswith('log_'))})")
+            raise ValueError(
+                f"the dataset needs an {answer_column!r} column with the reference answers "
+                f"(columns passed: {sorted(k for k in columns if not k.startswith('log_'))})"
+            )
         references = [str(a) for a in columns[answer_column]]
         questions = columns.get(question_column)
-        return reward_fn.batch(references, [_completion_text(c) for c in completions],
-                               list(questions) if questions is not None else None)
+        return reward_fn.batch(
+            references, [_completion_text(c) for c in completions], list(questions) if questions is not None else None
+        )
 
     reward.__name__ = f"{mode}_reward"
     return reward

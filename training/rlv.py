@@ -103,12 +103,15 @@ class VerifyExample:
     """Class-balanced weight: each present class sums to 1/(number of present classes)."""
 
 
-def verification_examples(prompt_config, problems: list[str], prompts: list[str], texts: list[list[str]],
-                          rewards: list[list[float]]) -> list[VerifyExample]:
+def verification_examples(
+    prompt_config, problems: list[str], prompts: list[str], texts: list[list[str]], rewards: list[list[float]]
+) -> list[VerifyExample]:
     """Every rollout of the batch, labelled by its reward, weighted so correct and incorrect weigh the same."""
-    items = [(build_verify_prompt(prompt_config, problem, prompt, text), int(r >= 0.5))
-             for problem, prompt, row_t, row_r in zip(problems, prompts, texts, rewards)
-             for text, r in zip(row_t, row_r)]
+    items = [
+        (build_verify_prompt(prompt_config, problem, prompt, text), int(r >= 0.5))
+        for problem, prompt, row_t, row_r in zip(problems, prompts, texts, rewards)
+        for text, r in zip(row_t, row_r)
+    ]
     counts = {label: sum(1 for _, l in items if l == label) for label in (0, 1)}
     present = sum(1 for c in counts.values() if c)
     return [VerifyExample(p, label, 1.0 / (present * counts[label])) for p, label in items]
@@ -126,8 +129,9 @@ def verification_loss(model, tokenizer, examples: list[VerifyExample], yes_id: i
     return loss, scores
 
 
-def clipped_pg_loss(new: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
-                    clip_eps: float) -> torch.Tensor:
+def clipped_pg_loss(
+    new: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, clip_eps: float
+) -> torch.Tensor:
     """PPO's clipped surrogate, the one policy-gradient loss of every trainer: token log-probs `# (B, T)` under
     the current and the sampling policy, advantages `# (B, T)` or `# (B, 1)`, mask `# (B, T)` of generated
     tokens; returns the per-sequence token mean `# (B,)`."""
@@ -136,29 +140,51 @@ def clipped_pg_loss(new: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mas
     return per_token.sum(-1) / mask.sum(-1).clamp(min=1)
 
 
-def token_policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]],
-                      old_logprobs: list[list[float]], token_adv: list[torch.Tensor], clip_eps: float,
-                      pad_id: int) -> torch.Tensor:
+def token_policy_loss(
+    model,
+    prompt_ids: list[list[int]],
+    completion_ids: list[list[int]],
+    old_logprobs: list[list[float]],
+    token_adv: list[torch.Tensor],
+    clip_eps: float,
+    pad_id: int,
+) -> torch.Tensor:
     """clipped_pg_loss on the generated tokens with a per-token advantage: per-sequence token mean, then batch mean."""
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, pad_id)  # (B, T)
     new = completion_logprobs(model, ids, mask)  # (B, T)
     old = torch.zeros_like(new)
     adv = torch.zeros_like(new)
     for b, (p, lps, a) in enumerate(zip(prompt_ids, old_logprobs, token_adv)):
-        old[b, len(p):len(p) + len(lps)] = torch.tensor(lps)
-        adv[b, len(p):len(p) + len(a)] = a
+        old[b, len(p) : len(p) + len(lps)] = torch.tensor(lps)
+        adv[b, len(p) : len(p) + len(a)] = a
     return clipped_pg_loss(new, old, adv, comp, clip_eps).mean()
 
 
-def policy_loss(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], old_logprobs: list[list[float]],
-                adv: torch.Tensor, clip_eps: float, pad_id: int) -> torch.Tensor:
+def policy_loss(
+    model,
+    prompt_ids: list[list[int]],
+    completion_ids: list[list[int]],
+    old_logprobs: list[list[float]],
+    adv: torch.Tensor,
+    clip_eps: float,
+    pad_id: int,
+) -> torch.Tensor:
     """token_policy_loss with one advantage `# (B,)` per sequence."""
     token_adv = [adv[b].expand(len(c)) for b, c in enumerate(completion_ids)]
     return token_policy_loss(model, prompt_ids, completion_ids, old_logprobs, token_adv, clip_eps, pad_id)
 
 
-def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: list[VerifyExample],
-                 adv: torch.Tensor, yes_id: int, no_id: int, clip_eps: float):
+def joint_losses(
+    model,
+    tokenizer,
+    prompts: list[str],
+    samples: list,
+    examples: list[VerifyExample],
+    adv: torch.Tensor,
+    yes_id: int,
+    no_id: int,
+    clip_eps: float,
+):
     """policy_loss + verification_loss of the same rollouts from one forward pass each.
 
     A verification prompt is prompt + solution + question, so its forward pass also holds the log-probs of the
@@ -173,7 +199,7 @@ def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: 
         p = tokenizer.encode(prompt, add_special_tokens=False)
         gen = list(sample.token_ids)
         body = gen[:-1] if gen and gen[-1] == eos else gen
-        if seq[:len(p) + len(body)] != p + body or len(seq) <= len(p) + len(body):
+        if seq[: len(p) + len(body)] != p + body or len(seq) <= len(p) + len(body):
             fallback.append(b)
         starts.append(len(p))
         targets.append(gen)
@@ -181,8 +207,8 @@ def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: 
     ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
     for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s)
-        mask[b, :len(s)] = 1
+        ids[b, : len(s)] = torch.tensor(s)
+        mask[b, : len(s)] = 1
     logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)  # (B, T, V)
     rows = torch.arange(len(seqs))
     last = logp[rows, torch.tensor([len(s) - 1 for s in seqs])]  # (B, V)
@@ -205,15 +231,22 @@ def joint_losses(model, tokenizer, prompts: list[str], samples: list, examples: 
             old[k, :n] = torch.tensor(samples[b].logprobs)
             comp[k, :n] = 1.0
         new = logp[torch.tensor(active)[:, None], pos, tgt]  # (A, L)
-        per_seq = per_seq.index_put((torch.tensor(active),),
-                                    clipped_pg_loss(new, old, adv[active][:, None], comp, clip_eps))
+        per_seq = per_seq.index_put(
+            (torch.tensor(active),), clipped_pg_loss(new, old, adv[active][:, None], comp, clip_eps)
+        )
     pg = per_seq.sum() / len(seqs)
     if fallback:
         fb = [b for b in fallback if adv[b].abs() > 1e-8]
         if fb:
-            pg = pg + policy_loss(model, [tokenizer.encode(prompts[b], add_special_tokens=False) for b in fb],
-                                  [targets[b] for b in fb], [samples[b].logprobs for b in fb], adv[fb],
-                                  clip_eps, tokenizer.pad_token_id) * len(fb) / len(seqs)
+            pg = pg + policy_loss(
+                model,
+                [tokenizer.encode(prompts[b], add_special_tokens=False) for b in fb],
+                [targets[b] for b in fb],
+                [samples[b].logprobs for b in fb],
+                adv[fb],
+                clip_eps,
+                tokenizer.pad_token_id,
+            ) * len(fb) / len(seqs)
     return pg, v_loss, scores
 
 
@@ -250,8 +283,13 @@ class RLVTrainer:
         """G samples per problem from the current policy, and their rewards `# (P, G)`."""
         c = self.config
         prompts = [build_prompt(self.prompt_config, p.problem) for p in problems]
-        params = SamplingParams(n=c.group_size, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
-                                seed=c.seed * 1_000_003 + self.step_count, stop=list(self.prompt_config.stop))
+        params = SamplingParams(
+            n=c.group_size,
+            temperature=c.temperature,
+            max_new_tokens=c.max_new_tokens,
+            seed=c.seed * 1_000_003 + self.step_count,
+            stop=list(self.prompt_config.stop),
+        )
         samples = self.backend.generate(prompts, params)  # P lists of G
         self.model.train()
         rewards = torch.tensor([[solution_reward(p.answer, s.text) for s in row] for p, row in zip(problems, samples)])
@@ -266,17 +304,34 @@ class RLVTrainer:
         adv = advantages(rewards, c.algorithm).flatten()  # (P*G,)
         flat_prompts = [prompts[i] for i, row in enumerate(samples) for _ in row]
         flat_samples = [s for row in samples for s in row]
-        examples = verification_examples(self.prompt_config, [p.problem for p in problems], prompts,
-                                         [[s.text for s in row] for row in samples], rewards.tolist())
+        examples = verification_examples(
+            self.prompt_config,
+            [p.problem for p in problems],
+            prompts,
+            [[s.text for s in row] for row in samples],
+            rewards.tolist(),
+        )
         stats = {}
         for inner in range(c.inner_steps):
-            pg, v_loss, scores = joint_losses(self.model, self.tokenizer, flat_prompts, flat_samples, examples, adv,
-                                              self.yes_id, self.no_id, c.clip_eps)
+            pg, v_loss, scores = joint_losses(
+                self.model,
+                self.tokenizer,
+                flat_prompts,
+                flat_samples,
+                examples,
+                adv,
+                self.yes_id,
+                self.no_id,
+                c.clip_eps,
+            )
             loss = pg + c.verify_weight * v_loss if c.verify_weight > 0 else pg
             if inner == 0:
                 labels = torch.tensor([e.label for e in examples])
-                stats.update(pg_loss=round(pg.item(), 4), verify_loss=round(v_loss.item(), 4),
-                             verify_bal_acc=balanced_accuracy(scores, labels))
+                stats.update(
+                    pg_loss=round(pg.item(), 4),
+                    verify_loss=round(v_loss.item(), 4),
+                    verify_bal_acc=balanced_accuracy(scores, labels),
+                )
             if loss.requires_grad:
                 self.optimizer.zero_grad()
                 loss.backward()
@@ -285,12 +340,17 @@ class RLVTrainer:
         self.scheduler.step()
         self.step_count += 1
         lengths = [s.num_tokens for row in samples for s in row]
-        return {"step": self.step_count, "reward": round(rewards.mean().item(), 4),
-                "solved_groups": round((rewards.max(-1).values > 0).float().mean().item(), 3),
-                "mean_len": round(sum(lengths) / len(lengths), 1),
-                "truncated": sum(s.finish_reason == "length" for row in samples for s in row),
-                **stats, "lr": self.scheduler.get_last_lr()[0],
-                "sample_s": round(t_sample, 1), "step_s": round(time.time() - t0, 1)}
+        return {
+            "step": self.step_count,
+            "reward": round(rewards.mean().item(), 4),
+            "solved_groups": round((rewards.max(-1).values > 0).float().mean().item(), 3),
+            "mean_len": round(sum(lengths) / len(lengths), 1),
+            "truncated": sum(s.finish_reason == "length" for row in samples for s in row),
+            **stats,
+            "lr": self.scheduler.get_last_lr()[0],
+            "sample_s": round(t_sample, 1),
+            "step_s": round(time.time() - t0, 1),
+        }
 
     def save(self) -> None:
         ckpt.save_model(self.out, self.model, self.tokenizer, self.prompt_config, self.config)
@@ -303,15 +363,21 @@ def train_rlv(config: RLVConfig, progress: bool = True, log=print) -> Path:
 
     trainer = RLVTrainer(config)
     trainer.out.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=config.steps, initial=trainer.step_count, disable=not progress, desc=f"rlv-{config.algorithm}",
-               dynamic_ncols=True)
+    bar = tqdm(
+        total=config.steps,
+        initial=trainer.step_count,
+        disable=not progress,
+        desc=f"rlv-{config.algorithm}",
+        dynamic_ncols=True,
+    )
     while trainer.step_count < config.steps:
         record = trainer.step()
         bar.update(1)
         bar.set_postfix(reward=record["reward"], v_acc=record.get("verify_bal_acc"))
         if trainer.step_count % config.eval_every == 0 or trainer.step_count == config.steps:
-            record["dev_pass_at_1"] = dev_pass_at_1(trainer.model, trainer.tokenizer, trainer.prompt_config,
-                                                    per_level=config.dev_per_level)
+            record["dev_pass_at_1"] = dev_pass_at_1(
+                trainer.model, trainer.tokenizer, trainer.prompt_config, per_level=config.dev_per_level
+            )
             trainer.save()
             log(json.dumps(record))
         with (trainer.out / "log.jsonl").open("a") as f:

@@ -40,7 +40,8 @@ class SFTConfig(TrainConfig):
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
     """Sampling weight of levels 1..5."""
     model: TinyModelConfig = field(
-        default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256))
+        default_factory=lambda: TinyModelConfig(intermediate_size=256, max_position_embeddings=256)
+    )
     """Model size (used only when starting from scratch; config file only)."""
     eval_every: int = 70
     """Steps between pass@1 checks on the dev set (and checkpoints)."""
@@ -86,8 +87,9 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
     while step < config.steps:
         model.train()
         batch = stream.batch(config.batch_size)
-        loss = sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in batch],
-                        [p.solution for p in batch])
+        loss = sft_loss(
+            model, tokenizer, [build_prompt(prompt_config, p.problem) for p in batch], [p.solution for p in batch]
+        )
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -96,8 +98,12 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
         step += 1
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}")
-        record = {"step": step, "loss": round(loss.item(), 4), "lr": scheduler.get_last_lr()[0],
-                  "elapsed_s": round(time.time() - start, 1)}
+        record = {
+            "step": step,
+            "loss": round(loss.item(), 4),
+            "lr": scheduler.get_last_lr()[0],
+            "elapsed_s": round(time.time() - start, 1),
+        }
         if step % config.eval_every == 0 or step == config.steps:
             record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
             ckpt.save_model(out, model, tokenizer, prompt_config, config)

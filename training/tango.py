@@ -117,7 +117,9 @@ class TangoConfig(TrainConfig):
         if self.verifier_pool < 1:
             raise ValueError(f"verifier_pool must be >= 1, got {self.verifier_pool}")
         if self.group_size < 2 or self.verifier_group < 2:
-            raise ValueError(f"group_size and verifier_group must be >= 2, got {self.group_size}, {self.verifier_group}")
+            raise ValueError(
+                f"group_size and verifier_group must be >= 2, got {self.group_size}, {self.verifier_group}"
+            )
         if not 0.0 <= self.alpha_end <= self.alpha_start <= 1.0:
             raise ValueError(f"need 0 <= alpha_end <= alpha_start <= 1, got {self.alpha_start}, {self.alpha_end}")
 
@@ -190,22 +192,34 @@ class TangoTrainer:
         """n rollouts per problem from the current generator: prompts, samples (P lists of n), outcomes (P, n)."""
         c = self.config
         prompts = [build_prompt(self.gen.prompt_config, p.problem) for p in problems]
-        params = SamplingParams(n=n, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
-                                seed=c.seed * 1_000_003 + self.step_count, stop=list(self.gen.prompt_config.stop))
+        params = SamplingParams(
+            n=n,
+            temperature=c.temperature,
+            max_new_tokens=c.max_new_tokens,
+            seed=c.seed * 1_000_003 + self.step_count,
+            stop=list(self.gen.prompt_config.stop),
+        )
         samples = self.gen.backend.generate(prompts, params)
         self.gen.model.train()
         outcomes = torch.tensor([[solution_reward(p.answer, s.text) for s in row] for p, row in zip(problems, samples)])
         return prompts, samples, outcomes
 
     def verify_prompts(self, problems, prompts, samples) -> list[str]:
-        return [build_process_prompt(self.ver.prompt_config, p.problem, prompt, s.text, "compact")
-                for p, prompt, row in zip(problems, prompts, samples) for s in row]
+        return [
+            build_process_prompt(self.ver.prompt_config, p.problem, prompt, s.text, "compact")
+            for p, prompt, row in zip(problems, prompts, samples)
+            for s in row
+        ]
 
     def verify(self, vprompts: list[str], n: int, greedy: bool):
         """n verifications per prompt from the current verifier (P lists of n Samples)."""
         c = self.config
-        params = SamplingParams(n=n, temperature=0.0 if greedy else c.temperature,
-                                max_new_tokens=c.verifier_max_new_tokens, seed=c.seed * 7919 + self.step_count)
+        params = SamplingParams(
+            n=n,
+            temperature=0.0 if greedy else c.temperature,
+            max_new_tokens=c.verifier_max_new_tokens,
+            seed=c.seed * 7919 + self.step_count,
+        )
         out = self.ver.backend.generate(vprompts, params)
         self.ver.model.train()
         return out
@@ -233,13 +247,19 @@ class TangoTrainer:
         weights = torch.tensor(tr.class_weights([ok for _, ok in flat]))
         loss = weighted_sft_loss(self.ver, vprompts, targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
-        return {"verifier_sft_loss": round(loss.item(), 4), "reward": round(outcomes.mean().item(), 4),
-                "verifier_batch_correct": sum(truth)}
+        return {
+            "verifier_sft_loss": round(loss.item(), 4),
+            "reward": round(outcomes.mean().item(), 4),
+            "verifier_batch_correct": sum(truth),
+        }
 
     def generator_step(self) -> dict:
         c = self.config
-        alpha = tr.alpha_at(self.generator_done, self.generator_steps, c.alpha_start, c.alpha_end) \
-            if c.process_rewards else 0.0
+        alpha = (
+            tr.alpha_at(self.generator_done, self.generator_steps, c.alpha_start, c.alpha_end)
+            if c.process_rewards
+            else 0.0
+        )
         problems = self.gen_stream.batch(c.prompts_per_step)
         prompts, samples, outcomes = self.rollouts(problems, c.group_size)  # outcomes (P, G)
         outcome_adv = advantages(outcomes, c.algorithm)  # (P, G)
@@ -250,13 +270,27 @@ class TangoTrainer:
             stats.update(stats_v)
         rows = [(i, g) for i in range(len(samples)) for g in range(c.group_size)]
         token_adv = [tr.mix_advantages(outcome_adv[i, g].item(), process[i][g], alpha) for i, g in rows]
-        keep = [k for k, a in enumerate(token_adv) if a.abs().max() > 1e-8 and len(samples[rows[k][0]][rows[k][1]].token_ids)]
+        keep = [
+            k
+            for k, a in enumerate(token_adv)
+            if a.abs().max() > 1e-8 and len(samples[rows[k][0]][rows[k][1]].token_ids)
+        ]
         if keep:
             prompt_ids = [self.gen.encode(prompts[rows[k][0]]) for k in keep]
             picked = [samples[rows[k][0]][rows[k][1]] for k in keep]
-            loss = token_policy_loss(self.gen.model, prompt_ids, [s.token_ids for s in picked],
-                                        [s.logprobs for s in picked], [token_adv[k] for k in keep], c.clip_eps,
-                                        self.gen.pad_id) * len(keep) / len(rows)
+            loss = (
+                token_policy_loss(
+                    self.gen.model,
+                    prompt_ids,
+                    [s.token_ids for s in picked],
+                    [s.logprobs for s in picked],
+                    [token_adv[k] for k in keep],
+                    c.clip_eps,
+                    self.gen.pad_id,
+                )
+                * len(keep)
+                / len(rows)
+            )
             self.gen.update(loss)
             stats["pg_loss"] = round(loss.item(), 4)
         self.generator_done += 1
@@ -281,11 +315,14 @@ class TangoTrainer:
             result.append(tr.process_advantages(rewards, ends, lengths, c.algorithm))
         labels = outcomes.flatten()
         # a missing verdict counts as the wrong one
-        finals = torch.tensor([float(p.final) if p.final is not None else 1.0 - y
-                               for p, y in zip(parsed_all, labels.tolist())])
-        stats = {"verifier_acc": round((finals == labels).float().mean().item(), 4),
-                 "verifier_bal_acc": balanced_accuracy(finals, labels),
-                 "verifier_ok_format": round(sum(p.status == "ok" for p in parsed_all) / len(parsed_all), 4)}
+        finals = torch.tensor(
+            [float(p.final) if p.final is not None else 1.0 - y for p, y in zip(parsed_all, labels.tolist())]
+        )
+        stats = {
+            "verifier_acc": round((finals == labels).float().mean().item(), 4),
+            "verifier_bal_acc": balanced_accuracy(finals, labels),
+            "verifier_ok_format": round(sum(p.status == "ok" for p in parsed_all) / len(parsed_all), 4),
+        }
         return result, stats
 
     def verifier_step(self) -> dict:
@@ -296,22 +333,37 @@ class TangoTrainer:
             return self.warmup_step(c.verifier_lr)
         vprompts, solutions, truth, _ = self.verifier_batch()
         vsamples = self.verify(vprompts, c.verifier_group, greedy=False)  # (B, V)
-        parsed = [[parse_verification(v.text, len(split_steps(s.text))) for v in row]
-                  for s, row in zip(solutions, vsamples)]
-        rewards = torch.tensor([tr.verifier_rewards(row, [ok] * len(row), c.format_weight)
-                                for row, ok in zip(parsed, truth)])  # (B, V)
+        parsed = [
+            [parse_verification(v.text, len(split_steps(s.text))) for v in row] for s, row in zip(solutions, vsamples)
+        ]
+        rewards = torch.tensor(
+            [tr.verifier_rewards(row, [ok] * len(row), c.format_weight) for row, ok in zip(parsed, truth)]
+        )  # (B, V)
         weights = torch.tensor(tr.class_weights(truth)) * len(truth)  # (B,), mean 1
         adv = (advantages(rewards, c.algorithm) * weights[:, None]).flatten()  # (B*V,)
         flat = [(b, v) for b in range(len(vsamples)) for v in range(c.verifier_group)]
         keep = [k for k in range(len(flat)) if adv[k].abs() > 1e-8]
-        stats = {"verifier_reward": round(rewards.mean().item(), 4), "verifier_batch_correct": sum(truth),
-                 "verifier_match": round(sum(p.final == ok for row, ok in zip(parsed, truth) for p in row)
-                                         / rewards.numel(), 4)}
+        stats = {
+            "verifier_reward": round(rewards.mean().item(), 4),
+            "verifier_batch_correct": sum(truth),
+            "verifier_match": round(
+                sum(p.final == ok for row, ok in zip(parsed, truth) for p in row) / rewards.numel(), 4
+            ),
+        }
         if keep:
-            loss = policy_loss(self.ver.model, [self.ver.encode(vprompts[flat[k][0]]) for k in keep],
-                               [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep],
-                               [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
-                               adv[keep], c.clip_eps, self.ver.pad_id) * len(keep) / len(flat)
+            loss = (
+                policy_loss(
+                    self.ver.model,
+                    [self.ver.encode(vprompts[flat[k][0]]) for k in keep],
+                    [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep],
+                    [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
+                    adv[keep],
+                    c.clip_eps,
+                    self.ver.pad_id,
+                )
+                * len(keep)
+                / len(flat)
+            )
             self.ver.update(loss, c.verifier_lr)
             stats["verifier_pg_loss"] = round(loss.item(), 4)
         return stats
@@ -320,8 +372,7 @@ class TangoTrainer:
         c = self.config
         t0 = time.time()
         kind = tr.phase(self.step_count, c.warmup_steps, c.ratio)
-        record = {"warmup": self.warmup_step, "generator": self.generator_step,
-                  "verifier": self.verifier_step}[kind]()
+        record = {"warmup": self.warmup_step, "generator": self.generator_step, "verifier": self.verifier_step}[kind]()
         self.step_count += 1
         if self.step_count == c.warmup_steps:
             self.save()
@@ -350,8 +401,9 @@ def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_c
     trainer = (trainer_cls or TangoTrainer)(config)
     trainer.out.mkdir(parents=True, exist_ok=True)
     (trainer.out / "tango_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
-    bar = tqdm(total=config.total_steps, initial=trainer.step_count, disable=not progress, desc="tango",
-               dynamic_ncols=True)
+    bar = tqdm(
+        total=config.total_steps, initial=trainer.step_count, disable=not progress, desc="tango", dynamic_ncols=True
+    )
     while trainer.step_count < config.total_steps:
         record = trainer.step()
         bar.update(1)

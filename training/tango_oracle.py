@@ -37,8 +37,11 @@ class StepLabelTrainer(TangoTrainer):
         problems = self.ver_stream.batch(c.verifier_problems)
         prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts * c.verifier_pool)
         vprompts = self.verify_prompts(problems, prompts, samples)
-        flat = [(p, s, bool(o >= 0.5)) for p, row, orow in zip(problems, samples, outcomes.tolist())
-                for s, o in zip(row, orow)]
+        flat = [
+            (p, s, bool(o >= 0.5))
+            for p, row, orow in zip(problems, samples, outcomes.tolist())
+            for s, o in zip(row, orow)
+        ]
         rng = random.Random(c.seed * 131 + self.step_count)
         pick = tr.balanced_pick([ok for *_, ok in flat], c.verifier_problems * c.verifier_rollouts, rng)
         targets = []

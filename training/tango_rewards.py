@@ -64,8 +64,13 @@ def token_rewards(rewards: list[float] | None, end_tokens: list[int], num_tokens
     return out
 
 
-def process_advantages(group_rewards: list[list[float] | None], group_ends: list[list[int]],
-                       group_lengths: list[int], algorithm: str, eps: float = 1e-6) -> list[torch.Tensor]:
+def process_advantages(
+    group_rewards: list[list[float] | None],
+    group_ends: list[list[int]],
+    group_lengths: list[int],
+    algorithm: str,
+    eps: float = 1e-6,
+) -> list[torch.Tensor]:
     """Per-token process advantages of the G rollouts of one group, each `# (T_g,)`.
 
     Step rewards are normalised over every step of the group (grpo: (r - mean) / (std + eps); rloo: r - mean),
@@ -115,7 +120,7 @@ def balanced_pick(outcomes: list[bool], size: int, rng: random.Random) -> list[i
     rng.shuffle(pos)
     rng.shuffle(neg)
     take_pos = min(len(pos), max(size // 2, size - len(neg)))
-    return sorted(pos[:take_pos] + neg[:size - take_pos])
+    return sorted(pos[:take_pos] + neg[: size - take_pos])
 
 
 def warm_start_target(num_steps: int, correct: bool, rng: random.Random) -> str:

@@ -67,16 +67,29 @@ def train_unified_sft(config: UnifiedSFTConfig, log=print) -> Path:
     for step in range(config.steps):
         problems = stream.batch(config.problems)
         prompts = [build_prompt(prompt_config, p.problem) for p in problems]
-        params = SamplingParams(n=config.rollouts * config.pool, temperature=1.0,
-                                max_new_tokens=config.max_new_tokens, seed=config.seed * 1_000_003 + step)
+        params = SamplingParams(
+            n=config.rollouts * config.pool,
+            temperature=1.0,
+            max_new_tokens=config.max_new_tokens,
+            seed=config.seed * 1_000_003 + step,
+        )
         samples = gen_backend.generate(prompts, params)
-        flat = [(p, prompt, s.text, solution_reward(p.answer, s.text)) for p, prompt, row in zip(problems, prompts, samples)
-                for s in row]
-        pick = balanced_pick([r >= 0.5 for *_, r in flat], config.problems * config.rollouts,
-                             random.Random(config.seed * 131 + step))
+        flat = [
+            (p, prompt, s.text, solution_reward(p.answer, s.text))
+            for p, prompt, row in zip(problems, prompts, samples)
+            for s in row
+        ]
+        pick = balanced_pick(
+            [r >= 0.5 for *_, r in flat], config.problems * config.rollouts, random.Random(config.seed * 131 + step)
+        )
         chosen = [flat[k] for k in pick]
-        examples = verification_examples(prompt_config, [c[0].problem for c in chosen], [c[1] for c in chosen],
-                                         [[c[2]] for c in chosen], [[c[3]] for c in chosen])
+        examples = verification_examples(
+            prompt_config,
+            [c[0].problem for c in chosen],
+            [c[1] for c in chosen],
+            [[c[2]] for c in chosen],
+            [[c[3]] for c in chosen],
+        )
         model.train()
         loss, _ = verification_loss(model, tokenizer, examples, yes_id, no_id)
         optimizer.zero_grad()

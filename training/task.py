@@ -104,8 +104,13 @@ def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Proble
         expression += f"{op}{operand}"
         value = result
     lines.append(f"\\boxed{{{value}}}")
-    return Problem(id=problem_id, problem=f"Compute left to right: {expression}.", answer=str(value),
-                   level=level, solution="\n".join(lines))
+    return Problem(
+        id=problem_id,
+        problem=f"Compute left to right: {expression}.",
+        answer=str(value),
+        level=level,
+        solution="\n".join(lines),
+    )
 
 
 def make_problem_set(seed: int = EVAL_SEED, levels=LEVELS, per_level: int = EVAL_PER_LEVEL) -> list[Problem]:

@@ -42,12 +42,16 @@ from .tango_rewards import class_weights
 class RLVGRPOConfig(GRPOConfig):
     """GRPOConfig plus the RL^V verification loss."""
 
-    verify_weight: float = field(default=1.0, metadata={"help": "lambda: weight of the Yes/No verification loss; "
-                                                                 "0 gives TRL's GRPO loss unchanged."})
-    verify_label_threshold: float = field(default=0.5, metadata={"help": "A rollout is labelled Yes when its "
-                                                                          "weighted reward is >= this."})
-    max_verify_length: int | None = field(default=None, metadata={"help": "Verification prompts longer than this "
-                                                                           "(tokens) are left out of the loss."})
+    verify_weight: float = field(
+        default=1.0,
+        metadata={"help": "lambda: weight of the Yes/No verification loss; 0 gives TRL's GRPO loss unchanged."},
+    )
+    verify_label_threshold: float = field(
+        default=0.5, metadata={"help": "A rollout is labelled Yes when its weighted reward is >= this."}
+    )
+    max_verify_length: int | None = field(
+        default=None, metadata={"help": "Verification prompts longer than this (tokens) are left out of the loss."}
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -72,8 +76,13 @@ def rlv_dataset_rows(problems: list[dict], tokenizer, prompt_config: PromptConfi
         problem = p.get("problem") or p.get("question")
         if not problem:
             raise ValueError(f"problem {i} has no 'problem' or 'question' text")
-        rows.append({"prompt": build_prompt(prompt_config, problem, engine), "problem": problem,
-                     "answer": str(p.get("answer", ""))})
+        rows.append(
+            {
+                "prompt": build_prompt(prompt_config, problem, engine),
+                "problem": problem,
+                "answer": str(p.get("answer", "")),
+            }
+        )
     return rows
 
 
@@ -117,11 +126,16 @@ class RLVGRPOTrainer(GRPOTrainer):
         device = self.accelerator.device
         rewards = (rewards_per_func * self.reward_weights.to(device).unsqueeze(0)).nansum(dim=1)
         scorable = ~torch.isnan(rewards_per_func).all(dim=1)
-        local = slice(self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts))
-        ids = [self._engine_tok.encode(self._verify_prompt(x, prompt, completion))
-               for x, prompt, completion in zip(inputs, prompts, completions)]
-        fits = torch.tensor([self.args.max_verify_length is None or len(s) <= self.args.max_verify_length for s in ids],
-                            device=device)
+        local = slice(
+            self.accelerator.process_index * len(prompts), (self.accelerator.process_index + 1) * len(prompts)
+        )
+        ids = [
+            self._engine_tok.encode(self._verify_prompt(x, prompt, completion))
+            for x, prompt, completion in zip(inputs, prompts, completions)
+        ]
+        fits = torch.tensor(
+            [self.args.max_verify_length is None or len(s) <= self.args.max_verify_length for s in ids], device=device
+        )
         labels = torch.where(scorable[local] & fits, (rewards[local] >= self.args.verify_label_threshold).long(), -1)
         all_labels = self.accelerator.gather(labels)  # (P*B,)
         included = (all_labels >= 0).nonzero().flatten().tolist()
@@ -139,13 +153,20 @@ class RLVGRPOTrainer(GRPOTrainer):
 
     def _verify_prompt(self, example: dict, prompt, completion) -> str:
         if not isinstance(prompt, str) or not isinstance(completion, str):
-            raise ValueError("RL^V needs text prompts built with tts_engine.prompts.build_prompt "
-                             "(see rlv_dataset_rows), not conversational ones")
+            raise ValueError(
+                "RL^V needs text prompts built with tts_engine.prompts.build_prompt "
+                "(see rlv_dataset_rows), not conversational ones"
+            )
         problem = example.get("problem")
-        if problem is None and self.prompt_config.use_chat_template and self._engine_tok.apply_chat_template(
-                [{"role": "user", "content": ""}]) is not None:
-            raise ValueError("with a chat template the verification prompt needs the problem text: "
-                             "add a 'problem' column to the dataset (rlv_dataset_rows does)")
+        if (
+            problem is None
+            and self.prompt_config.use_chat_template
+            and self._engine_tok.apply_chat_template([{"role": "user", "content": ""}]) is not None
+        ):
+            raise ValueError(
+                "with a chat template the verification prompt needs the problem text: "
+                "add a 'problem' column to the dataset (rlv_dataset_rows does)"
+            )
         return build_verify_prompt(self.prompt_config, problem or "", prompt, completion, self._engine_tok)
 
     # --- loss side --------------------------------------------------------------------------------------------
@@ -229,8 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = AutoTokenizer.from_pretrained(script.model)
     local = Path(script.model).is_dir()
     prompt_config = PromptConfig.load(script.model if local else None)
-    problems = [{"problem": p.text, "answer": p.reference} for p in load_problems(script.problems)
-                if p.reference is not None]
+    problems = [
+        {"problem": p.text, "answer": p.reference} for p in load_problems(script.problems) if p.reference is not None
+    ]
     if not problems:
         raise SystemExit(f"{script.problems}: no problem has a reference answer (field 'answer' or 'ground_truth')")
     if script.reward != "rule" and not (script.judge_url and script.judge_model):
@@ -238,8 +260,14 @@ def main(argv: list[str] | None = None) -> None:
     judge = openai_judge(script.judge_url, script.judge_model) if script.reward != "rule" else None
     reward = (async_answer_reward if script.async_reward else answer_reward)(script.reward, judge)
     data = Dataset.from_list(rlv_dataset_rows(problems, tokenizer, prompt_config))
-    trainer = RLVGRPOTrainer(model=script.model, reward_funcs=reward, args=args, train_dataset=data,
-                             processing_class=tokenizer, prompt_config=prompt_config)
+    trainer = RLVGRPOTrainer(
+        model=script.model,
+        reward_funcs=reward,
+        args=args,
+        train_dataset=data,
+        processing_class=tokenizer,
+        prompt_config=prompt_config,
+    )
     trainer.train()
     trainer.save_model()
 

@@ -33,16 +33,26 @@ def _reward_fn(mode: str, judge_url: str | None, judge_model: str | None, judge_
             judge = None
             if mode != "rule":
                 if not judge_url or not judge_model:
-                    raise ValueError(f"mode={mode!r} needs judge_url and judge_model in "
-                                     "reward.custom_reward_function.reward_kwargs")
+                    raise ValueError(
+                        f"mode={mode!r} needs judge_url and judge_model in reward.custom_reward_function.reward_kwargs"
+                    )
                 judge = openai_judge(judge_url, judge_model, api_key=judge_api_key)
             _reward_fns[key] = make_reward_fn(mode, judge)
         return _reward_fns[key]
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, mode: str = "rule",
-                  judge_url: str | None = None, judge_model: str | None = None, judge_api_key: str | None = None,
-                  **_ignored) -> float:
+def compute_score(
+    data_source,
+    solution_str,
+    ground_truth,
+    extra_info=None,
+    *,
+    mode: str = "rule",
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    judge_api_key: str | None = None,
+    **_ignored,
+) -> float:
     """1.0 when the response's final answer is equivalent to `ground_truth`, else 0.0 (verl's score)."""
     info = extra_info if isinstance(extra_info, dict) else {}
     question = info.get("question") or info.get("problem")
@@ -50,8 +60,9 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, m
     return float(reward_fn(str(ground_truth), solution_str, question))
 
 
-def verl_rows(problems: list[dict], *, data_source: str = "tts_engine", split: str = "train",
-              system_prompt: str | None = None) -> list[dict]:
+def verl_rows(
+    problems: list[dict], *, data_source: str = "tts_engine", split: str = "train", system_prompt: str | None = None
+) -> list[dict]:
     """verl's RL data rows (write them to parquet): chat prompt, reward_model.ground_truth, extra_info.question."""
     from tts_engine.prompts import DEFAULT_SYSTEM_PROMPT
 
@@ -60,12 +71,16 @@ def verl_rows(problems: list[dict], *, data_source: str = "tts_engine", split: s
         question = p.get("problem") or p.get("question")
         if not question:
             raise ValueError(f"problem {i} has no 'problem' or 'question' text")
-        rows.append({
-            "data_source": data_source,
-            "prompt": [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT},
-                       {"role": "user", "content": question}],
-            "ability": "math",
-            "reward_model": {"style": "rule", "ground_truth": str(p.get("answer", ""))},
-            "extra_info": {"split": split, "index": i, "question": question},
-        })
+        rows.append(
+            {
+                "data_source": data_source,
+                "prompt": [
+                    {"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT},
+                    {"role": "user", "content": question},
+                ],
+                "ability": "math",
+                "reward_model": {"style": "rule", "ground_truth": str(p.get("answer", ""))},
+                "extra_info": {"split": split, "index": i, "question": question},
+            }
+        )
     return rows

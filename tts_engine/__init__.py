@@ -1,6 +1,6 @@
 """tts-engine: test-time scaling inference for reasoning models, with verifiers.
 
-    from tts_engine import Engine, load_problems, weighted_vote
+from tts_engine import Engine, load_problems, weighted_vote
 """
 
 from __future__ import annotations
@@ -30,6 +30,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tts_engine' has no attribute {name!r}")
 
 
-__all__ = ["Engine", "Problem", "SamplingParams", "Vote", "best_of_n", "extract_answer", "grade_answers",
-           "group_answers", "is_equivalent", "load_problems", "majority_vote", "vote_batch", "vote_classes",
-           "weighted_vote"]
+__all__ = [
+    "Engine",
+    "Problem",
+    "SamplingParams",
+    "Vote",
+    "best_of_n",
+    "extract_answer",
+    "grade_answers",
+    "group_answers",
+    "is_equivalent",
+    "load_problems",
+    "majority_vote",
+    "vote_batch",
+    "vote_classes",
+    "weighted_vote",
+]

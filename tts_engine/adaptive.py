@@ -149,18 +149,30 @@ class AdaptiveConfig:
 DEFAULT_TAU = {"adaptive-length": 0.6, "adaptive-n": 0.8}
 
 
-def solve_adaptive(engine, problems: Sequence[Problem], strategy: str, config: AdaptiveConfig, *, n: int,
-                   max_new_tokens: int, **common) -> list[dict[str, Any]]:
+def solve_adaptive(
+    engine, problems: Sequence[Problem], strategy: str, config: AdaptiveConfig, *, n: int, max_new_tokens: int, **common
+) -> list[dict[str, Any]]:
     """Run one adaptive strategy with its settings (`common`: temperature, top_p, seed, out, progress)."""
     if strategy not in ADAPTIVE_STRATEGIES:
         raise ValueError(f"strategy must be one of {ADAPTIVE_STRATEGIES}, got {strategy!r}")
     confidence_key(engine, config.confidence_from)  # a bad key fails before any generation
-    shared = dict(tau=config.tau_for(strategy), confidence_from=config.confidence_from,
-                  confidence_over=config.confidence_over, **common)
+    shared = dict(
+        tau=config.tau_for(strategy),
+        confidence_from=config.confidence_from,
+        confidence_over=config.confidence_over,
+        **common,
+    )
     if strategy == "adaptive-length":
         return solve_adaptive_length(engine, problems, n=n, budgets=config.budgets, **shared)
-    return solve_adaptive_n(engine, problems, wave=config.wave, min_n=config.min_n, max_n=config.max_n,
-                            max_new_tokens=max_new_tokens, **shared)
+    return solve_adaptive_n(
+        engine,
+        problems,
+        wave=config.wave,
+        min_n=config.min_n,
+        max_n=config.max_n,
+        max_new_tokens=max_new_tokens,
+        **shared,
+    )
 
 
 @dataclass(frozen=True)
@@ -195,15 +207,23 @@ def join_continuation(old: Sample, new: Sample, stop: Sequence[str] = ()) -> Sam
     cuts = [text.find(s, max(0, len(old.text) - len(s) + 1)) for s in stop]
     cuts = [c for c in cuts if c >= 0]
     if cuts:
-        text, reason = text[:min(cuts)], "stop"
-    return Sample(text=text, token_ids=list(old.token_ids) + list(new.token_ids), finish_reason=reason,
-                  logprobs=list(old.logprobs) + list(new.logprobs), num_prompt_tokens=old.num_prompt_tokens)
+        text, reason = text[: min(cuts)], "stop"
+    return Sample(
+        text=text,
+        token_ids=list(old.token_ids) + list(new.token_ids),
+        finish_reason=reason,
+        logprobs=list(old.logprobs) + list(new.logprobs),
+        num_prompt_tokens=old.num_prompt_tokens,
+    )
 
 
 def can_continue(sample: Sample, budget: int, max_model_len: int) -> bool:
     """Stopped on the length limit, below `budget`, with room left in the model's context."""
-    return (sample.finish_reason == "length" and sample.num_tokens < budget
-            and sample.num_prompt_tokens + sample.num_tokens < max_model_len)
+    return (
+        sample.finish_reason == "length"
+        and sample.num_tokens < budget
+        and sample.num_prompt_tokens + sample.num_tokens < max_model_len
+    )
 
 
 @dataclass
@@ -218,8 +238,15 @@ class _Request:
     """How many earlier requests of the same row send this exact prompt (they get distinct seeds)."""
 
 
-def continue_samples(backend, prompts: Sequence[str], samples: Sequence[Sequence[Sample]], *, budget: int,
-                     params: SamplingParams, round_index: int) -> list[list[Sample]]:
+def continue_samples(
+    backend,
+    prompts: Sequence[str],
+    samples: Sequence[Sequence[Sample]],
+    *,
+    budget: int,
+    params: SamplingParams,
+    round_index: int,
+) -> list[list[Sample]]:
     """Continue every sample of `samples` `# (P, N)` that can (see `can_continue`) up to `budget` tokens.
 
     Each is sent as prompt + its text with n=1 and max_new_tokens = budget - its tokens; requests that share
@@ -231,8 +258,9 @@ def continue_samples(backend, prompts: Sequence[str], samples: Sequence[Sequence
     for request in requests:
         groups[(request.max_new_tokens, request.rank)].append(request)
     for (max_new_tokens, rank), group in sorted(groups.items()):
-        step = replace(params, n=1, max_new_tokens=max_new_tokens,
-                       seed=derive_seed(params.seed, "continue", round_index, rank))
+        step = replace(
+            params, n=1, max_new_tokens=max_new_tokens, seed=derive_seed(params.seed, "continue", round_index, rank)
+        )
         for request, new in zip(group, _generate_or_skip(backend, [r.prompt for r in group], step)):
             if new is not None:
                 old = result[request.row][request.column]
@@ -246,8 +274,9 @@ def _plan(backend, prompts, samples, budget) -> list[_Request]:
         seen: Counter[str] = Counter()
         for column, sample in enumerate(row_samples):
             if can_continue(sample, budget, backend.max_model_len):
-                requests.append(_Request(row, column, prompt + sample.text, budget - sample.num_tokens,
-                                         seen[sample.text]))
+                requests.append(
+                    _Request(row, column, prompt + sample.text, budget - sample.num_tokens, seen[sample.text])
+                )
                 seen[sample.text] += 1
     return requests
 
@@ -280,14 +309,23 @@ class _Run:
         self.done = dict(self.writer.existing) if self.writer else {}
         self.todo = [p for p in problems if p.id not in self.done]
         if self.done:
-            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo),
-                     len(problems))
+            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo), len(problems))
             other = [i for i, r in self.done.items() if r.get("adaptive", {}).get("strategy") != strategy]
             if other:
-                log.warning("%s: %d records (e.g. %r) were not written by %s; they are kept as they are", out,
-                            len(other), other[0], strategy)
-        self.bar = tqdm(total=len(problems), initial=len(problems) - len(self.todo), desc=strategy,
-                        unit="problem", disable=not progress)
+                log.warning(
+                    "%s: %d records (e.g. %r) were not written by %s; they are kept as they are",
+                    out,
+                    len(other),
+                    other[0],
+                    strategy,
+                )
+        self.bar = tqdm(
+            total=len(problems),
+            initial=len(problems) - len(self.todo),
+            desc=strategy,
+            unit="problem",
+            disable=not progress,
+        )
 
     def finish(self, record: dict[str, Any]) -> None:
         self.done[record["id"]] = record
@@ -373,7 +411,7 @@ class _Clock:
 
 def _chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def _generate(engine, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
@@ -388,18 +426,34 @@ def _run_block(engine, params: SamplingParams, settings: dict[str, Any]) -> dict
 
 
 # --- adaptive length ---------------------------------------------------------------------------------------
-def solve_adaptive_length(engine, problems: Sequence[Problem], *, n: int = 8,
-                          budgets: Sequence[int] = (256, 512, 1024, 2048), tau: float = 0.6,
-                          confidence_from: str | None = None, confidence_over: str = "answered",
-                          temperature: float = 1.0, top_p: float = 1.0, seed: int | None = 0,
-                          out: str | Path | None = None, progress: bool = True) -> list[dict[str, Any]]:
+def solve_adaptive_length(
+    engine,
+    problems: Sequence[Problem],
+    *,
+    n: int = 8,
+    budgets: Sequence[int] = (256, 512, 1024, 2048),
+    tau: float = 0.6,
+    confidence_from: str | None = None,
+    confidence_over: str = "answered",
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int | None = 0,
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget.
 
     Returns records in input order (problems already in `out` are read back, not generated)."""
     budgets = check_budgets(budgets)
     rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
-    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=budgets[0], seed=seed,
-                            stop=list(engine.prompt_config.stop))
+    params = SamplingParams(
+        n=n,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=budgets[0],
+        seed=seed,
+        stop=list(engine.prompt_config.stop),
+    )
     settings = {"strategy": "adaptive-length", "budgets": budgets, **rule.block()}
     run_block = _run_block(engine, replace(params, max_new_tokens=budgets[-1]), settings)
     run = _Run(problems, out, progress, "adaptive-length")
@@ -422,13 +476,19 @@ def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[d
     open_rows = list(range(len(problems)))
     for round_index, budget in enumerate(budgets):
         if round_index > 0:
-            continued = continue_samples(engine.backend, [prompts[i] for i in open_rows],
-                                         [samples[i] for i in open_rows], budget=budget, params=params,
-                                         round_index=round_index)
+            continued = continue_samples(
+                engine.backend,
+                [prompts[i] for i in open_rows],
+                [samples[i] for i in open_rows],
+                budget=budget,
+                params=params,
+                round_index=round_index,
+            )
             for i, row in zip(open_rows, continued):
                 samples[i] = row
-        records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
-                                       [samples[i] for i in open_rows], params)
+        records = engine.score_samples(
+            [problems[i] for i in open_rows], [prompts[i] for i in open_rows], [samples[i] for i in open_rows], params
+        )
         clock.charge(tracks, open_rows)
         still_open = []
         for i, record in zip(open_rows, records):
@@ -439,9 +499,14 @@ def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[d
                 still_open.append(i)
                 continue
             record["adaptive"] = {
-                "strategy": "adaptive-length", **rule.block(), "confidence": confidence,
-                "stopped_because": reason, "rounds": round_index + 1, "budget_reached": budget,
-                "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
+                "strategy": "adaptive-length",
+                **rule.block(),
+                "confidence": confidence,
+                "stopped_because": reason,
+                "rounds": round_index + 1,
+                "budget_reached": budget,
+                "confidences": tracks[i].confidences,
+                "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
             }
             record["time_s"] = round(tracks[i].time_s, 4)
@@ -451,8 +516,9 @@ def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[d
             return
 
 
-def _length_stop(confidence: float, tau: float, next_budget: int | None, samples: Sequence[Sample],
-                 max_model_len: int) -> str | None:
+def _length_stop(
+    confidence: float, tau: float, next_budget: int | None, samples: Sequence[Sample], max_model_len: int
+) -> str | None:
     """Why a problem stops after this round, or None to continue it to `next_budget`."""
     if confidence >= tau:
         return "confident"
@@ -464,18 +530,36 @@ def _length_stop(confidence: float, tau: float, next_budget: int | None, samples
 
 
 # --- adaptive N --------------------------------------------------------------------------------------------
-def solve_adaptive_n(engine, problems: Sequence[Problem], *, wave: int = 4, max_n: int = 64, min_n: int = 4,
-                     tau: float = 0.8, confidence_from: str | None = None, confidence_over: str = "answered",
-                     temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 256,
-                     seed: int | None = 0, out: str | Path | None = None,
-                     progress: bool = True) -> list[dict[str, Any]]:
+def solve_adaptive_n(
+    engine,
+    problems: Sequence[Problem],
+    *,
+    wave: int = 4,
+    max_n: int = 64,
+    min_n: int = 4,
+    tau: float = 0.8,
+    confidence_from: str | None = None,
+    confidence_over: str = "answered",
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 256,
+    seed: int | None = 0,
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n.
 
     Returns records in input order (problems already in `out` are read back, not generated)."""
     check_waves(wave, min_n, max_n)
     rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
-    params = SamplingParams(n=max_n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                            seed=seed, stop=list(engine.prompt_config.stop))
+    params = SamplingParams(
+        n=max_n,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+        stop=list(engine.prompt_config.stop),
+    )
     settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, **rule.block()}
     run_block = _run_block(engine, params, settings)
     run = _Run(problems, out, progress, "adaptive-n")
@@ -504,21 +588,27 @@ def _waves(engine, problems, params, wave, min_n, rule: _Rule) -> Iterator[dict[
         new = _generate(engine, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
         for i, row in zip(open_rows, new):
             samples[i].extend(row)
-        records = engine.score_samples([problems[i] for i in open_rows], [prompts[i] for i in open_rows],
-                                       [samples[i] for i in open_rows], params)
+        records = engine.score_samples(
+            [problems[i] for i in open_rows], [prompts[i] for i in open_rows], [samples[i] for i in open_rows], params
+        )
         clock.charge(tracks, open_rows)
         wave_index += 1
         still_open = []
         for i, record in zip(open_rows, records):
             confidence, used = tracks[i].observe(record, rule), len(samples[i])
-            reason = ("confident" if used >= min_n and confidence >= rule.tau else "max_n" if used >= max_n else None)
+            reason = "confident" if used >= min_n and confidence >= rule.tau else "max_n" if used >= max_n else None
             if reason is None:
                 still_open.append(i)
                 continue
             record["adaptive"] = {
-                "strategy": "adaptive-n", **rule.block(), "confidence": confidence,
-                "stopped_because": reason, "n_used": used, "waves": wave_index,
-                "confidences": tracks[i].confidences, "tokens_spent": record["compute"]["generated_tokens"],
+                "strategy": "adaptive-n",
+                **rule.block(),
+                "confidence": confidence,
+                "stopped_because": reason,
+                "n_used": used,
+                "waves": wave_index,
+                "confidences": tracks[i].confidences,
+                "tokens_spent": record["compute"]["generated_tokens"],
                 "verifier_tokens_spent": tracks[i].verifier_tokens,
             }
             record["time_s"] = round(tracks[i].time_s, 4)
@@ -541,5 +631,7 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> str:
         where = f"mean N used: {sum(b['n_used'] for b in blocks) / len(blocks):.1f}"
     why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     over = "" if blocks[0].get("confidence_over", "answered") == "answered" else " over all samples"
-    return f"{blocks[0]['strategy']} ({blocks[0]['confidence_from']}{over}, tau={blocks[0]['tau']}): {where}; " \
-           f"stopped: {why}; generated tokens / problem: {spent:.1f}"
+    return (
+        f"{blocks[0]['strategy']} ({blocks[0]['confidence_from']}{over}, tau={blocks[0]['tau']}): {where}; "
+        f"stopped: {why}; generated tokens / problem: {spent:.1f}"
+    )

@@ -83,8 +83,12 @@ STRATEGIES: dict[str, Callable] = {"majority": _majority, "weighted": _weighted,
 """Every strategy: (class ids, scores or None) -> (winning class, per-class totals, per-class counts)."""
 
 
-def vote_classes(strategy: str, class_ids: Sequence[int], scores: Sequence[float] | None = None,
-                 answers: Sequence[str | None] | None = None) -> Vote:
+def vote_classes(
+    strategy: str,
+    class_ids: Sequence[int],
+    scores: Sequence[float] | None = None,
+    answers: Sequence[str | None] | None = None,
+) -> Vote:
     """Aggregate samples already grouped into classes (ids numbered from 0; -1 = no answer)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
@@ -94,8 +98,7 @@ def vote_classes(strategy: str, class_ids: Sequence[int], scores: Sequence[float
     if winner != NO_ANSWER and answers is not None:
         answer = answers[list(class_ids).index(winner)]
     confidence = totals[winner] / total if winner != NO_ANSWER and total > 0 else 0.0
-    return Vote(answer=answer, answer_class=winner, confidence=confidence, class_totals=totals,
-                class_counts=counts)
+    return Vote(answer=answer, answer_class=winner, confidence=confidence, class_totals=totals, class_counts=counts)
 
 
 def _classes_of(answers: Sequence[str | None], classes: Sequence[int] | None) -> list[int]:
@@ -118,8 +121,9 @@ def majority_vote(answers: Sequence[str | None], *, classes: Sequence[int] | Non
     return vote_classes("majority", _classes_of(answers, classes), None, answers)
 
 
-def weighted_vote(answers: Sequence[str | None], scores: Sequence[float], *,
-                  classes: Sequence[int] | None = None) -> Vote:
+def weighted_vote(
+    answers: Sequence[str | None], scores: Sequence[float], *, classes: Sequence[int] | None = None
+) -> Vote:
     """The answer class with the largest sum of verifier scores.
 
     >>> vote = weighted_vote(["3", "3", "4"], [0.1, 0.2, 0.9])
@@ -129,8 +133,7 @@ def weighted_vote(answers: Sequence[str | None], scores: Sequence[float], *,
     return vote_classes("weighted", _classes_of(answers, classes), scores, answers)
 
 
-def best_of_n(answers: Sequence[str | None], scores: Sequence[float], *,
-              classes: Sequence[int] | None = None) -> Vote:
+def best_of_n(answers: Sequence[str | None], scores: Sequence[float], *, classes: Sequence[int] | None = None) -> Vote:
     """The answer of the single highest-scored sample.
 
     >>> best_of_n(["3", "3", "4", None], [0.5, 0.6, 0.55, 0.99]).answer
@@ -139,9 +142,13 @@ def best_of_n(answers: Sequence[str | None], scores: Sequence[float], *,
     return vote_classes("best_of_n", _classes_of(answers, classes), scores, answers)
 
 
-def vote_batch(strategy: str, answers: Sequence[Sequence[str | None]],
-               scores: Sequence[Sequence[float]] | None = None, *,
-               classes: Sequence[Sequence[int]] | None = None) -> list[Vote]:
+def vote_batch(
+    strategy: str,
+    answers: Sequence[Sequence[str | None]],
+    scores: Sequence[Sequence[float]] | None = None,
+    *,
+    classes: Sequence[Sequence[int]] | None = None,
+) -> list[Vote]:
     """One vote per problem over a batch of P problems x N samples (lists of lists; N may vary).
 
     >>> [v.answer for v in vote_batch("majority", [["1", "2", "2"], ["x", None, "x"]])]

@@ -89,12 +89,15 @@ def solve(problems, **settings):
         items = shard_problems(items, run.shard)
     engine_options = build(EngineOptions, settings)
     engine = engine_options.make_engine()
-    click.echo(f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, "
-               f"backend {engine_options.backend})", err=True)
+    click.echo(
+        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {engine_options.backend})",
+        err=True,
+    )
     n_shown = adaptive.max_n if run.strategy == "adaptive-n" else params.n
     click.echo(f"problems: {problems_path} ({len(items)}), n={n_shown}", err=True)
-    common = dict(temperature=params.temperature, top_p=params.top_p, seed=params.seed, out=run.out,
-                  progress=not run.quiet)
+    common = dict(
+        temperature=params.temperature, top_p=params.top_p, seed=params.seed, out=run.out, progress=not run.quiet
+    )
     if search is not None:
         records = _solve_search(engine, engine_options, items, run.strategy, search, params, common)
     elif adaptive is None:
@@ -102,22 +105,36 @@ def solve(problems, **settings):
     else:
         from .adaptive import format_adaptive_summary, solve_adaptive
 
-        records = solve_adaptive(engine, items, run.strategy, adaptive, n=params.n,
-                                 max_new_tokens=params.max_new_tokens, **common)
+        records = solve_adaptive(
+            engine, items, run.strategy, adaptive, n=params.n, max_new_tokens=params.max_new_tokens, **common
+        )
         click.echo(format_adaptive_summary(records))
     click.echo(format_summary(summarize(records)))
     if run.out:
         click.echo(f"results: {run.out}", err=True)
 
 
-def _solve_search(engine, engine_options: EngineOptions, items, strategy: str, search: SearchConfig,
-                  params: SamplingParams, common: dict):
+def _solve_search(
+    engine,
+    engine_options: EngineOptions,
+    items,
+    strategy: str,
+    search: SearchConfig,
+    params: SamplingParams,
+    common: dict,
+):
     """Beam search or DVTS, scored by the engine's own verifier or by a PRM checkpoint (--verifier-kind prm)."""
     from .search.runner import default_delimiter, solve_search, step_scorer_for
 
     scorer = None
     if engine_options.verifier == "prm":
-        scorer = step_scorer_for(engine, search.step_delimiter or default_delimiter(engine), verifier_kind="prm",
-                                 verifier_model=engine_options.verifier_model, prm_format=search.prm_format)
-    return solve_search(engine, items, strategy, search, n=params.n, max_new_tokens=params.max_new_tokens,
-                        scorer=scorer, **common)
+        scorer = step_scorer_for(
+            engine,
+            search.step_delimiter or default_delimiter(engine),
+            verifier_kind="prm",
+            verifier_model=engine_options.verifier_model,
+            prm_format=search.prm_format,
+        )
+    return solve_search(
+        engine, items, strategy, search, n=params.n, max_new_tokens=params.max_new_tokens, scorer=scorer, **common
+    )

@@ -48,8 +48,10 @@ def _merge_and_report(shards, out, order) -> None:
             click.echo(f"(no summary: records lack the field {err})", err=True)
     click.echo(f"{out}: {report.describe()}", err=True)
     if not report.complete:
-        raise click.ClickException(f"{len(report.missing)} problems have no results yet; rerun the missing "
-                                   "shards (a rerun resumes) and merge again")
+        raise click.ClickException(
+            f"{len(report.missing)} problems have no results yet; rerun the missing "
+            "shards (a rerun resumes) and merge again"
+        )
 
 
 @click.command(cls=Command)
@@ -65,11 +67,20 @@ def merge(shards, out, problems, limit):
 
 @click.command(cls=Command, context_settings={"ignore_unknown_options": True})
 @click.argument("problems")
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="Merged results JSONL; shard I writes OUT.shardI.jsonl (and OUT.shardI.log) beside it.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Merged results JSONL; shard I writes OUT.shardI.jsonl (and OUT.shardI.log) beside it.",
+)
 @click.option("--gpus", help="GPU ids, one worker per GPU (CUDA_VISIBLE_DEVICES), e.g. 0,1,2,3.")
-@click.option("--gpus-per-worker", type=int, default=1, show_default=True,
-              help="GPUs given to each worker (for tensor-parallel models).")
+@click.option(
+    "--gpus-per-worker",
+    type=int,
+    default=1,
+    show_default=True,
+    help="GPUs given to each worker (for tensor-parallel models).",
+)
 @click.option("--workers", type=int, help="Local CPU worker processes (instead of --gpus).")
 @click.option("--node-rank", type=int, default=0, show_default=True, help="This node's rank in a multi-node run.")
 @click.option("--num-nodes", type=int, default=1, show_default=True, help="Nodes in the run (each runs launch).")
@@ -83,9 +94,15 @@ def launch(problems, out, gpus, gpus_per_worker, workers, node_rank, num_nodes, 
     """
     try:
         groups = gpu_groups(gpus, gpus_per_worker) if gpus else None
-        plan = build_workers(_problems_path(problems), out, list(solve_args), gpu_groups=groups,
-                             workers=workers if groups is None else None, node_rank=node_rank,
-                             num_nodes=num_nodes)
+        plan = build_workers(
+            _problems_path(problems),
+            out,
+            list(solve_args),
+            gpu_groups=groups,
+            workers=workers if groups is None else None,
+            node_rank=node_rank,
+            num_nodes=num_nodes,
+        )
     except (ValueError, FileNotFoundError) as err:
         raise click.ClickException(str(err)) from err
     for w in plan:
@@ -97,11 +114,12 @@ def launch(problems, out, gpus, gpus_per_worker, workers, node_rank, num_nodes, 
         click.echo(f"shard {w.shard} failed; end of {w.log}:\n{log_tail(w.log)}", err=True)
     if num_nodes > 1:
         total = len(plan) * num_nodes
-        click.echo(f"node {node_rank} done; when every node is: tts merge "
-                   f"{' '.join(str(shard_path(out, i)) for i in range(total))} --out {out} --problems {problems}",
-                   err=True)
+        click.echo(
+            f"node {node_rank} done; when every node is: tts merge "
+            f"{' '.join(str(shard_path(out, i)) for i in range(total))} --out {out} --problems {problems}",
+            err=True,
+        )
     else:
-        _merge_and_report([w.out for w in plan if w.out.is_file()], out,
-                          _problem_ids(problems, _limit_of(solve_args)))
+        _merge_and_report([w.out for w in plan if w.out.is_file()], out, _problem_ids(problems, _limit_of(solve_args)))
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(plan)} workers failed (rerun resumes where they stopped)")

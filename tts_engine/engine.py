@@ -26,11 +26,20 @@ ROWS_PER_CHUNK = 512
 class Engine:
     """Serve a model (and its verifier) over problem sets with test-time scaling."""
 
-    def __init__(self, model: str | Path | None = None, *, backend: str = "hf", verifier: str = "unified",
-                 verifier_model: str | Path | None = None, score_norm: str = "yes_no",
-                 prompt_config: PromptConfig | None = None, grader: str = "rule",
-                 judge_model: str | Path | None = None, backend_options: dict[str, Any] | None = None,
-                 process_aggregation: str = "final"):
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        backend: str = "hf",
+        verifier: str = "unified",
+        verifier_model: str | Path | None = None,
+        score_norm: str = "yes_no",
+        prompt_config: PromptConfig | None = None,
+        grader: str = "rule",
+        judge_model: str | Path | None = None,
+        backend_options: dict[str, Any] | None = None,
+        process_aggregation: str = "final",
+    ):
         from .backends import make_backend
         from .models import resolve_model
 
@@ -53,8 +62,10 @@ class Engine:
 
             self.judge = LLMJudge(make_backend(backend, str(judge_model), **(backend_options or {})))
         if verifier == "process" and verifier_model is None:
-            raise ValueError("verifier 'process' needs a process verifier checkpoint: pass verifier_model "
-                             "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)")
+            raise ValueError(
+                "verifier 'process' needs a process verifier checkpoint: pass verifier_model "
+                "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)"
+            )
         scorer = self.backend
         if verifier_model is not None and verifier not in ("none", "prm"):
             scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
@@ -72,12 +83,27 @@ class Engine:
         """The exact generation prompt of each problem."""
         return [build_prompt(self.prompt_config, p.text, self.backend) for p in problems]
 
-    def solve(self, problems: Sequence[Problem], *, n: int = 16, temperature: float = 1.0, top_p: float = 1.0,
-              max_new_tokens: int = 256, seed: int | None = 0, out: str | Path | None = None,
-              progress: bool = True) -> list[dict[str, Any]]:
+    def solve(
+        self,
+        problems: Sequence[Problem],
+        *,
+        n: int = 16,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        seed: int | None = 0,
+        out: str | Path | None = None,
+        progress: bool = True,
+    ) -> list[dict[str, Any]]:
         """Solve every problem with N samples; results in input order, written to `out` as they finish."""
-        params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                                seed=seed, stop=list(self.prompt_config.stop))
+        params = SamplingParams(
+            n=n,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            stop=list(self.prompt_config.stop),
+        )
         writer = ResultsWriter(out) if out is not None else None
         done = dict(writer.existing) if writer else {}
         todo = [p for p in problems if p.id not in done]
@@ -93,15 +119,16 @@ class Engine:
                 writer.close()
         return [done[p.id] for p in problems if p.id in done]
 
-    def _solve_chunks(self, problems: Sequence[Problem], params: SamplingParams, progress: bool,
-                      total: int, already: int) -> Iterable[dict[str, Any]]:
+    def _solve_chunks(
+        self, problems: Sequence[Problem], params: SamplingParams, progress: bool, total: int, already: int
+    ) -> Iterable[dict[str, Any]]:
         from tqdm.auto import tqdm
 
         per_chunk = max(1, ROWS_PER_CHUNK // params.n)
         bar = tqdm(total=total, initial=already, desc="solving", unit="problem", disable=not progress)
         with bar:
             for start in range(0, len(problems), per_chunk):
-                chunk = problems[start:start + per_chunk]
+                chunk = problems[start : start + per_chunk]
                 yield from self.solve_batch(chunk, params)
                 bar.update(len(chunk))
 
@@ -115,9 +142,14 @@ class Engine:
             raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
         return self.score_samples(problems, prompts, samples, params, started)
 
-    def score_samples(self, problems: Sequence[Problem], prompts: Sequence[str],
-                      samples: Sequence[Sequence[Sample]], params: SamplingParams,
-                      started: float | None = None) -> list[dict[str, Any]]:
+    def score_samples(
+        self,
+        problems: Sequence[Problem],
+        prompts: Sequence[str],
+        samples: Sequence[Sequence[Sample]],
+        params: SamplingParams,
+        started: float | None = None,
+    ) -> list[dict[str, Any]]:
         """Records for problems whose samples exist (also used by adaptive strategies)."""
         from .answers import GradingReport, extract_answer, grade_answers_report, group_answers_batch
 
@@ -125,13 +157,24 @@ class Engine:
         answers = [[extract_answer(s.text) for s in row] for row in samples]  # (P, N)
         classes = group_answers_batch(answers)
         reps = [(p, rep) for p, c in zip(problems, classes) for rep in c.representatives]
-        report = grade_answers_report([p.reference for p, _ in reps], [rep for _, rep in reps],
-                                      questions=[p.text for p, _ in reps], grader=self.grader, judge=self.judge) \
-            if any(p.reference is not None for p in problems) else GradingReport([None] * len(reps), [None] * len(reps))
+        report = (
+            grade_answers_report(
+                [p.reference for p, _ in reps],
+                [rep for _, rep in reps],
+                questions=[p.text for p, _ in reps],
+                grader=self.grader,
+                judge=self.judge,
+            )
+            if any(p.reference is not None for p in problems)
+            else GradingReport([None] * len(reps), [None] * len(reps))
+        )
         judged = set(report.judged_indices)
         verify_started = time.perf_counter()
-        verdicts = self.verifier.score([p.text for p in problems], prompts,
-                                       [[s.text for s in row] for row in samples]) if self.verifier else None
+        verdicts = (
+            self.verifier.score([p.text for p in problems], prompts, [[s.text for s in row] for row in samples])
+            if self.verifier
+            else None
+        )
         verify_elapsed = (time.perf_counter() - verify_started) / max(1, len(problems))
         elapsed = (time.perf_counter() - started) / max(1, len(problems))
         records, offset = [], 0
@@ -140,8 +183,17 @@ class Engine:
             span = range(offset, offset + num_classes)
             offset += num_classes
             class_grades = [report.verdicts[k] for k in span] if problem.reference is not None else [None] * num_classes
-            record = self._record(problem, prompts[i], samples[i], answers[i], classes[i], class_grades,
-                                  verdicts[i] if verdicts else None, params, elapsed)
+            record = self._record(
+                problem,
+                prompts[i],
+                samples[i],
+                answers[i],
+                classes[i],
+                class_grades,
+                verdicts[i] if verdicts else None,
+                params,
+                elapsed,
+            )
             for k, entry in zip(span, record["classes"]):
                 if report.reasons[k] is not None and entry["correct"] is None:
                     entry["undecided_because"] = report.reasons[k]
@@ -162,22 +214,36 @@ class Engine:
                 verifier_status = verdicts[j].status
                 check = _check_fields(verdicts[j])
             c = classes.class_ids[j]
-            sample_records.append({
-                "text": sample.text, "answer": answers[j], "answer_class": c,
-                "answer_status": classes.statuses[j], "correct": class_grades[c] if c >= 0 else
-                (False if problem.reference is not None else None),
-                "num_tokens": sample.num_tokens, "finish_reason": sample.finish_reason,
-                "scores": scores, "verifier_tokens": verifier_tokens,
-            })
+            sample_records.append(
+                {
+                    "text": sample.text,
+                    "answer": answers[j],
+                    "answer_class": c,
+                    "answer_status": classes.statuses[j],
+                    "correct": class_grades[c] if c >= 0 else (False if problem.reference is not None else None),
+                    "num_tokens": sample.num_tokens,
+                    "finish_reason": sample.finish_reason,
+                    "scores": scores,
+                    "verifier_tokens": verifier_tokens,
+                }
+            )
             if verifier_status not in (None, "ok"):
                 sample_records[-1]["verifier_status"] = verifier_status
             sample_records[-1].update(check)
         return {
-            "id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields,
-            "prompt": prompt, "samples": sample_records,
-            "classes": [{"answer": rep, "size": size, "correct": grade}
-                        for rep, size, grade in zip(classes.representatives, classes.sizes(), class_grades)],
-            "strategies": strategy_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
+            "id": problem.id,
+            "problem": problem.text,
+            "reference": problem.reference,
+            "fields": problem.fields,
+            "prompt": prompt,
+            "samples": sample_records,
+            "classes": [
+                {"answer": rep, "size": size, "correct": grade}
+                for rep, size, grade in zip(classes.representatives, classes.sizes(), class_grades)
+            ],
+            "strategies": strategy_predictions(
+                sample_records, class_grades, has_reference=problem.reference is not None
+            ),
             "compute": {
                 "prompt_tokens": samples[0].num_prompt_tokens if samples else 0,
                 "generated_tokens": sum(s.num_tokens for s in samples),
@@ -189,10 +255,17 @@ class Engine:
 
     def run_info(self, params: SamplingParams) -> dict[str, Any]:
         return {
-            "model": self.model_label, "num_parameters": self.backend.num_parameters, "backend": self.backend.name,
-            "n": params.n, "temperature": params.temperature, "top_p": params.top_p,
-            "max_new_tokens": params.max_new_tokens, "seed": params.seed, "verifier": self.verifier_name,
-            "score_norm": self.score_norm, "grader": self.grader,
+            "model": self.model_label,
+            "num_parameters": self.backend.num_parameters,
+            "backend": self.backend.name,
+            "n": params.n,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_new_tokens": params.max_new_tokens,
+            "seed": params.seed,
+            "verifier": self.verifier_name,
+            "score_norm": self.score_norm,
+            "grader": self.grader,
         }
 
 
@@ -205,14 +278,16 @@ def _check_fields(verdict) -> dict[str, Any]:
     return {"verifier_text": text, "step_scores": None if steps is None else [round(x, 6) for x in steps]}
 
 
-def strategy_predictions(sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None],
-                         has_reference: bool) -> dict[str, dict[str, Any]]:
+def strategy_predictions(
+    sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None], has_reference: bool
+) -> dict[str, dict[str, Any]]:
     """The prediction of majority and of weighted / best-of-N for every score kind of the samples."""
     class_ids = [s["answer_class"] for s in sample_records]
     answers = [s["answer"] for s in sample_records]
     kinds = list(sample_records[0]["scores"]) if sample_records else []
     plan = [("majority", "majority", None)] + [
-        (f"{strategy}:{kind}", strategy, kind) for kind in kinds for strategy in STRATEGIES if strategy != "majority"]
+        (f"{strategy}:{kind}", strategy, kind) for kind in kinds for strategy in STRATEGIES if strategy != "majority"
+    ]
     predictions = {}
     for key, strategy, kind in plan:
         scores = [s["scores"][kind] for s in sample_records] if kind else None
@@ -220,6 +295,10 @@ def strategy_predictions(sample_records: list[dict[str, Any]], class_grades: Seq
         correct = None
         if has_reference:
             correct = bool(class_grades[vote.answer_class]) if vote.answer_class >= 0 else False
-        predictions[key] = {"answer": vote.answer, "answer_class": vote.answer_class,
-                            "confidence": round(vote.confidence, 6), "correct": correct}
+        predictions[key] = {
+            "answer": vote.answer,
+            "answer_class": vote.answer_class,
+            "confidence": round(vote.confidence, 6),
+            "correct": correct,
+        }
     return predictions

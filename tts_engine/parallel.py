@@ -21,12 +21,12 @@ from .results import read_results
 
 log = logging.getLogger(__name__)
 
-TTS_COMMAND = (sys.executable, "-c", "from tts_engine.cli import main; main(prog_name=\"tts\")")
+TTS_COMMAND = (sys.executable, "-c", 'from tts_engine.cli import main; main(prog_name="tts")')
 """How a worker runs `tts`: the same Python as the launcher, so the same installation."""
 
 
 def parse_shard(shard: str) -> tuple[int, int]:
-    """"I/K" as (I, K), with 0 <= I < K."""
+    """ "I/K" as (I, K), with 0 <= I < K."""
     parts = str(shard).split("/")
     try:
         index, count = (int(p) for p in parts)
@@ -79,8 +79,9 @@ class MergeReport:
         return "; ".join(parts)
 
 
-def merge_results(paths: Sequence[str | Path], out: str | Path,
-                  problem_order: Sequence[str] | None = None) -> MergeReport:
+def merge_results(
+    paths: Sequence[str | Path], out: str | Path, problem_order: Sequence[str] | None = None
+) -> MergeReport:
     """Merge shard results files into `out`, in `problem_order` (ids) if given, else in file order.
 
     Records are deduplicated by id (first kept). The file is written whole to a temporary name, then renamed,
@@ -134,9 +135,17 @@ class Worker:
     """Its stdout + stderr."""
 
 
-def build_workers(problems: str | Path, out: str | Path, solve_args: Sequence[str], *,
-                  gpu_groups: Sequence[str] | None = None, workers: int | None = None,
-                  node_rank: int = 0, num_nodes: int = 1, cpu_count: int | None = None) -> list[Worker]:
+def build_workers(
+    problems: str | Path,
+    out: str | Path,
+    solve_args: Sequence[str],
+    *,
+    gpu_groups: Sequence[str] | None = None,
+    workers: int | None = None,
+    node_rank: int = 0,
+    num_nodes: int = 1,
+    cpu_count: int | None = None,
+) -> list[Worker]:
     """The worker commands of one node: one per GPU group (CUDA_VISIBLE_DEVICES) or `workers` CPU processes.
 
     With `num_nodes` M, node R runs global shards R*W ... R*W + W - 1 of M*W (W workers per node).
@@ -161,20 +170,29 @@ def build_workers(problems: str | Path, out: str | Path, solve_args: Sequence[st
             env = {"CUDA_VISIBLE_DEVICES": gpu_groups[local]}
         else:
             env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
-        argv = [*TTS_COMMAND, "solve", str(problems), *solve_args, "--shard", f"{index}/{total}",
-                "--out", str(shard_out), "--quiet"]
+        argv = [
+            *TTS_COMMAND,
+            "solve",
+            str(problems),
+            *solve_args,
+            "--shard",
+            f"{index}/{total}",
+            "--out",
+            str(shard_out),
+            "--quiet",
+        ]
         result.append(Worker(f"{index}/{total}", argv, env, shard_out, shard_out.with_suffix(".log")))
     return result
 
 
 def gpu_groups(gpus: str, gpus_per_worker: int = 1) -> list[str]:
-    """"0,1,2,3" with 2 GPUs per worker -> ["0,1", "2,3"] (a worker's CUDA_VISIBLE_DEVICES)."""
+    """ "0,1,2,3" with 2 GPUs per worker -> ["0,1", "2,3"] (a worker's CUDA_VISIBLE_DEVICES)."""
     ids = [g.strip() for g in gpus.split(",") if g.strip()]
     if not ids:
         raise ValueError(f"gpus must list device ids like 0,1,2, got {gpus!r}")
     if gpus_per_worker < 1 or len(ids) % gpus_per_worker:
         raise ValueError(f"gpus_per_worker must be >= 1 and divide the {len(ids)} GPUs, got {gpus_per_worker}")
-    return [",".join(ids[i:i + gpus_per_worker]) for i in range(0, len(ids), gpus_per_worker)]
+    return [",".join(ids[i : i + gpus_per_worker]) for i in range(0, len(ids), gpus_per_worker)]
 
 
 def run_workers(workers: Sequence[Worker]) -> list[int]:
@@ -183,8 +201,9 @@ def run_workers(workers: Sequence[Worker]) -> list[int]:
     for w in workers:
         w.log.parent.mkdir(parents=True, exist_ok=True)
         log_file = w.log.open("wb")
-        procs.append((subprocess.Popen(w.argv, env={**os.environ, **w.env}, stdout=log_file,
-                                       stderr=subprocess.STDOUT), log_file))
+        procs.append(
+            (subprocess.Popen(w.argv, env={**os.environ, **w.env}, stdout=log_file, stderr=subprocess.STDOUT), log_file)
+        )
         log.info("started shard %s (pid %d): %s", w.shard, procs[-1][0].pid, w.log)
     codes = []
     try:

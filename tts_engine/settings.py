@@ -31,8 +31,14 @@ SETTING_ERRORS = (ValueError, OSError, ImportError)
 """Exceptions a command turns into a one-line error (bad values, missing files, missing optional packages)."""
 
 
-def setting(default: Any = dataclasses.MISSING, *, flags: tuple[str, ...] = (), choices: tuple[str, ...] = (),
-            cli: bool = True, default_factory: Any = dataclasses.MISSING) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    flags: tuple[str, ...] = (),
+    choices: tuple[str, ...] = (),
+    cli: bool = True,
+    default_factory: Any = dataclasses.MISSING,
+) -> Any:
     """A dataclass field with command-line metadata: extra `flags` (old option names kept working),
     `choices` (when they live in a registry rather than a Literal), `cli=False` (config file only)."""
     metadata = {"flags": tuple(flags), "choices": tuple(choices), "cli": cli}
@@ -55,9 +61,13 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         body = tree.body[0].body
         for node, after in zip(body, body[1:]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 
@@ -112,8 +122,7 @@ class CommaList(click.ParamType):
         try:
             return [self.item(part) for part in str(value).split(",") if part.strip()]
         except ValueError:
-            self.fail(f"expected comma-separated {self.item.__name__} values such as 1,2,3, got {value!r}",
-                      param, ctx)
+            self.fail(f"expected comma-separated {self.item.__name__} values such as 1,2,3, got {value!r}", param, ctx)
 
 
 def _click_type(tp: Any, choices: tuple[str, ...]) -> dict[str, Any]:
@@ -169,8 +178,13 @@ def option_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def make_options(cls: type, *, exclude: tuple[str, ...] = (), defaults: dict[str, Any] | None = None,
-                 flags: dict[str, tuple[str, ...]] | None = None) -> list:
+def make_options(
+    cls: type,
+    *,
+    exclude: tuple[str, ...] = (),
+    defaults: dict[str, Any] | None = None,
+    flags: dict[str, tuple[str, ...]] | None = None,
+) -> list:
     """One click.Option per field of `cls`. Their click default is None, so only options given on the
     command line override the config file; the help shows the dataclass (or `defaults`) value. `flags`:
     field -> extra option names (besides those in the field's metadata)."""
@@ -192,8 +206,13 @@ def make_options(cls: type, *, exclude: tuple[str, ...] = (), defaults: dict[str
     return params
 
 
-def options(cls: type, *, exclude: tuple[str, ...] = (), defaults: dict[str, Any] | None = None,
-            flags: dict[str, tuple[str, ...]] | None = None) -> Callable:
+def options(
+    cls: type,
+    *,
+    exclude: tuple[str, ...] = (),
+    defaults: dict[str, Any] | None = None,
+    flags: dict[str, tuple[str, ...]] | None = None,
+) -> Callable:
     """Decorator: add the options of `cls`'s fields to a click command (they arrive as keyword arguments
     named like the fields; pass them to `build`)."""
 
@@ -207,8 +226,13 @@ def options(cls: type, *, exclude: tuple[str, ...] = (), defaults: dict[str, Any
 
 def config_option(command: Callable) -> Callable:
     """Decorator: `--config FILE`, a JSON or YAML file of settings (command-line options win)."""
-    return click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
-                        help="JSON or YAML file of settings (options given on the command line win).")(command)
+    return click.option(
+        "--config",
+        "config_file",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="JSON or YAML file of settings (options given on the command line win).",
+    )(command)
 
 
 # --- building a config --------------------------------------------------------------------------------------
@@ -233,8 +257,13 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def build(cls: type, given: dict[str, Any] | None = None, *, config_file: str | Path | None = None,
-          defaults: dict[str, Any] | None = None) -> Any:
+def build(
+    cls: type,
+    given: dict[str, Any] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> Any:
     """An instance of `cls` from its defaults, then `defaults`, then the config file, then the `given` options
     that are not None (keys that are not fields of `cls` are ignored, so one command can build several configs
     from its keyword arguments). A bad value is a ValueError that names the option."""

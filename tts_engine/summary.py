@@ -9,11 +9,15 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Accuracy per strategy over the problems with a reference, plus mean tokens and total time."""
     graded = [r for r in records if r.get("reference") is not None]
     keys = list(records[0]["strategies"]) if records else []
-    accuracy = {k: sum(bool(r["strategies"][k]["correct"]) for r in graded) / len(graded) for k in keys} \
-        if graded else {}
+    accuracy = (
+        {k: sum(bool(r["strategies"][k]["correct"]) for r in graded) / len(graded) for k in keys} if graded else {}
+    )
     samples = [s for r in records for s in r["samples"]]
-    pass_at_1 = sum(bool(s["correct"]) for r in graded for s in r["samples"]) / \
-        max(1, sum(len(r["samples"]) for r in graded)) if graded else None
+    pass_at_1 = (
+        sum(bool(s["correct"]) for r in graded for s in r["samples"]) / max(1, sum(len(r["samples"]) for r in graded))
+        if graded
+        else None
+    )
     return {
         "problems": len(records),
         "graded": len(graded),
@@ -40,9 +44,11 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"{key:<34}{acc:>10.3f}")
     else:
         lines.append("no reference answers: accuracy not computed")
-    lines.append(f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
-                 f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
-                 f"time: {summary['time_s']:.1f} s" + _verify_share(summary))
+    lines.append(
+        f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
+        f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
+        f"time: {summary['time_s']:.1f} s" + _verify_share(summary)
+    )
     if summary["grader"] != "rule":
         lines.append(f"answer pairs sent to the judge: {summary['judged_pairs']}")
     return "\n".join(lines)

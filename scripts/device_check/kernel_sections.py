@@ -38,25 +38,44 @@ def machine(rec: Recorder, plan: Plan, context: dict) -> None:
     """Versions, the device, and the two ceilings measured on it: a bf16 matrix product and a copy."""
     import torch
 
-    rec.info(date=datetime.now(timezone.utc).isoformat(timespec="seconds"), python=platform.python_version(),
-             torch=torch.__version__, cuda=torch.version.cuda, commit=_git_commit(),
-             **{name: _version(name) for name in ("triton", "transformers", "numpy", "math-verify", "orjson")})
+    rec.info(
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        commit=_git_commit(),
+        **{name: _version(name) for name in ("triton", "transformers", "numpy", "math-verify", "orjson")},
+    )
     if not plan.dry and not torch.cuda.is_available():
         raise NoDeviceError("no CUDA device visible to torch: run this on the GPU machine, or pass --dry")
     device = torch.device(plan.device)
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        rec.info(gpu=props.name, multiprocessors=props.multi_processor_count,
-                 gpu_memory_gib=round(props.total_memory / 2**30, 1))
+        rec.info(
+            gpu=props.name,
+            multiprocessors=props.multi_processor_count,
+            gpu_memory_gib=round(props.total_memory / 2**30, 1),
+        )
     with rec.step("matmul"):
         tflops = _matmul_tflops(plan, device)
-        rec.figure("matrix product (torch)", tflops, "TFLOP/s", baseline="issue's bf16 figure",
-                   baseline_value=PEAK_BF16_TFLOPS,
-                   note=f"{plan.matmul_size}^3 {'float32 on CPU' if plan.dry else 'bf16'}, random data")
+        rec.figure(
+            "matrix product (torch)",
+            tflops,
+            "TFLOP/s",
+            baseline="issue's bf16 figure",
+            baseline_value=PEAK_BF16_TFLOPS,
+            note=f"{plan.matmul_size}^3 {'float32 on CPU' if plan.dry else 'bf16'}, random data",
+        )
     with rec.step("copy"):
         gbps = _copy_gbps(plan, device)
-        rec.figure("device copy, read + written", gbps, "GB/s", baseline="H200 datasheet",
-                   baseline_value=DATASHEET_COPY_GBPS, note=f"{plan.copy_mib} MiB")
+        rec.figure(
+            "device copy, read + written",
+            gbps,
+            "GB/s",
+            baseline="H200 datasheet",
+            baseline_value=DATASHEET_COPY_GBPS,
+            note=f"{plan.copy_mib} MiB",
+        )
 
 
 def _matmul_tflops(plan: Plan, device) -> float:
@@ -118,12 +137,22 @@ def _score_shape(rec: Recorder, plan: Plan, device, batch: int, dim: int, vocab:
     }
     got = {}
     for impl, fn in runs.items():
-        ms, peak, (logp_yes, logp_no) = measure(functools.partial(fn, hidden, weight, YES_ID, no_id), device,
-                                               plan.repeats)
+        ms, peak, (logp_yes, logp_no) = measure(
+            functools.partial(fn, hidden, weight, YES_ID, no_id), device, plan.repeats
+        )
         error = (torch.stack([logp_yes, logp_no]).double() - want).abs().max().item()
         got[impl] = {"ms": ms, "peak_mb": peak, "max_abs_error": error}
-        rec.row(op="verifier_score", batch=batch, dim=dim, vocab=vocab, dtype=plan.score_dtype, impl=impl,
-                ms=ms, peak_mb=peak, max_abs_error=error)
+        rec.row(
+            op="verifier_score",
+            batch=batch,
+            dim=dim,
+            vocab=vocab,
+            dtype=plan.score_dtype,
+            impl=impl,
+            ms=ms,
+            peak_mb=peak,
+            max_abs_error=error,
+        )
     _score_figures(rec, batch, dim, vocab, dtype, got, copy_gbps)
 
 
@@ -136,20 +165,43 @@ def _score_figures(rec: Recorder, batch, dim, vocab, dtype, got: dict, copy_gbps
     memory_floor = f", memory floor {weight_bytes / (copy_gbps * 1e9) * 1e3:.3f} ms" if copy_gbps else ""
     shape = f"B={batch} D={dim} V={vocab}"
     floor_ratio = ratio(kernel["ms"], floor_ms)
-    rec.figure(f"score {shape}: triton time", kernel["ms"], "ms", baseline="compute floor at 790 TFLOP/s",
-               baseline_value=floor_ms, goal=f"<= {SCORE_FLOOR_GOAL}x floor",
-               met=floor_ratio is not None and floor_ratio <= SCORE_FLOOR_GOAL,
-               note=f"{tflops:.1f} TFLOP/s = {tflops / PEAK_BF16_TFLOPS:.2f} of 790{memory_floor}")
-    rec.figure(f"score {shape}: triton vs reference", kernel["ms"], "ms", baseline="torch reference",
-               baseline_value=reference["ms"], note=f"naive (all logits): {naive['ms']:.3f} ms")
+    rec.figure(
+        f"score {shape}: triton time",
+        kernel["ms"],
+        "ms",
+        baseline="compute floor at 790 TFLOP/s",
+        baseline_value=floor_ms,
+        goal=f"<= {SCORE_FLOOR_GOAL}x floor",
+        met=floor_ratio is not None and floor_ratio <= SCORE_FLOOR_GOAL,
+        note=f"{tflops:.1f} TFLOP/s = {tflops / PEAK_BF16_TFLOPS:.2f} of 790{memory_floor}",
+    )
+    rec.figure(
+        f"score {shape}: triton vs reference",
+        kernel["ms"],
+        "ms",
+        baseline="torch reference",
+        baseline_value=reference["ms"],
+        note=f"naive (all logits): {naive['ms']:.3f} ms",
+    )
     if kernel["peak_mb"] is not None:
         saving = ratio(reference["peak_mb"], kernel["peak_mb"])
-        rec.figure(f"score {shape}: peak memory", kernel["peak_mb"], "MB", baseline="torch reference",
-                   baseline_value=reference["peak_mb"], goal=f">= {SCORE_MEMORY_GOAL:g}x less",
-                   met=saving is not None and saving >= SCORE_MEMORY_GOAL,
-                   note=f"naive: {naive['peak_mb']:.1f} MB")
-    rec.figure(f"score {shape}: max |error| vs float64", kernel["max_abs_error"], "logp",
-               baseline="torch reference's error", baseline_value=reference["max_abs_error"])
+        rec.figure(
+            f"score {shape}: peak memory",
+            kernel["peak_mb"],
+            "MB",
+            baseline="torch reference",
+            baseline_value=reference["peak_mb"],
+            goal=f">= {SCORE_MEMORY_GOAL:g}x less",
+            met=saving is not None and saving >= SCORE_MEMORY_GOAL,
+            note=f"naive: {naive['peak_mb']:.1f} MB",
+        )
+    rec.figure(
+        f"score {shape}: max |error| vs float64",
+        kernel["max_abs_error"],
+        "logp",
+        baseline="torch reference's error",
+        baseline_value=reference["max_abs_error"],
+    )
 
 
 def float64_logp(hidden, weight, ids, rows_per_block: int = 1024):
@@ -159,7 +211,7 @@ def float64_logp(hidden, weight, ids, rows_per_block: int = 1024):
     weight64 = weight.double()
     parts = []
     for b0 in range(0, hidden.shape[0], rows_per_block):
-        logits = hidden[b0:b0 + rows_per_block].double() @ weight64.T  # (rows, V)
+        logits = hidden[b0 : b0 + rows_per_block].double() @ weight64.T  # (rows, V)
         logp = logits[:, list(ids)] - torch.logsumexp(logits, dim=1, keepdim=True)  # (rows, len(ids))
         parts.append(logp.T)
     return torch.cat(parts, dim=1)
@@ -180,13 +232,20 @@ def vote(rec: Recorder, plan: Plan, context: dict) -> None:
     correct[:, 0] = True
     rng = np.random.default_rng(0)  # subsets as the curves draw them: relabel[p, shared[r, :k]]
     relabel = np.argsort(rng.random((problems, samples)), axis=1)  # (P, N)
-    shared = np.argsort(rng.random((repeats, samples)), axis=1)[:, :max(plan.vote_ks)]  # (R, k_max)
+    shared = np.argsort(rng.random((repeats, samples)), axis=1)[:, : max(plan.vote_ks)]  # (R, k_max)
     shape = f"P={problems} N={samples} R={repeats}"
     walked = {}
     with rec.step("prefix walk"):
         cpu = torch.device("cpu")
-        walk = functools.partial(prefix_vote_accuracy, class_ids.cpu().numpy(), correct.cpu().numpy(),
-                                 {"score": scores.cpu().numpy()}, relabel, shared, list(plan.vote_ks))
+        walk = functools.partial(
+            prefix_vote_accuracy,
+            class_ids.cpu().numpy(),
+            correct.cpu().numpy(),
+            {"score": scores.cpu().numpy()},
+            relabel,
+            shared,
+            list(plan.vote_ks),
+        )
         walk_ms, _, walked = measure(walk, cpu, max(1, min(plan.repeats, 2)))
         rec.row(op="subset_vote", shape=shape, impl="prefix_walk_cpu", ks=list(plan.vote_ks), ms=walk_ms)
     totals: dict[str, list[float]] = {"triton": [], "torch": []}
@@ -202,9 +261,14 @@ def vote(rec: Recorder, plan: Plan, context: dict) -> None:
                 values.append(times[impl])
     if walked and len(totals["triton"]) == len(plan.vote_ks):
         ks = ",".join(map(str, plan.vote_ks))
-        rec.figure(f"vote {shape} k={ks}: triton, all k", sum(totals["triton"]), "ms",
-                   baseline="CPU prefix walk, all k in one pass", baseline_value=walk_ms,
-                   note=f"torch reference, all k: {sum(totals['torch']):.1f} ms")
+        rec.figure(
+            f"vote {shape} k={ks}: triton, all k",
+            sum(totals["triton"]),
+            "ms",
+            baseline="CPU prefix walk, all k in one pass",
+            baseline_value=walk_ms,
+            note=f"torch reference, all k: {sum(totals['torch']):.1f} ms",
+        )
 
 
 def _vote_k(rec, plan, device, shape, k, class_ids, scores, subsets, correct, walked) -> dict[str, float]:
@@ -223,13 +287,21 @@ def _vote_k(rec, plan, device, shape, k, class_ids, scores, subsets, correct, wa
     walk_diff = None
     if walked is not None:
         names = {"majority": "majority", "weighted": "weighted:score", "best_of_n": "best_of_n:score"}
-        walk_diff = max(float(abs(votes["triton"].accuracy[ours].cpu().numpy() - walked[theirs]).max())
-                        for ours, theirs in names.items())
-    rec.figure(f"vote {shape} k={k}: triton time", times["triton"], "ms", baseline="torch reference",
-               baseline_value=times["torch"], goal="same winners as the reference and the walk",
-               met=agree == 1.0 and walk_diff is not None and walk_diff <= WALK_TOLERANCE,
-               note=f"winners agreeing {agree:.4f}; max |accuracy - prefix walk| "
-                    f"{'not measured' if walk_diff is None else f'{walk_diff:.2g}'}")
+        walk_diff = max(
+            float(abs(votes["triton"].accuracy[ours].cpu().numpy() - walked[theirs]).max())
+            for ours, theirs in names.items()
+        )
+    rec.figure(
+        f"vote {shape} k={k}: triton time",
+        times["triton"],
+        "ms",
+        baseline="torch reference",
+        baseline_value=times["torch"],
+        goal="same winners as the reference and the walk",
+        met=agree == 1.0 and walk_diff is not None and walk_diff <= WALK_TOLERANCE,
+        note=f"winners agreeing {agree:.4f}; max |accuracy - prefix walk| "
+        f"{'not measured' if walk_diff is None else f'{walk_diff:.2g}'}",
+    )
     return times
 
 
@@ -240,16 +312,27 @@ def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
         raise FileNotFoundError(f"no tests/test_kernels_*.py under {REPO}")
     work = rec.path.parent
     junit, calls = work / "kernel_tests.xml", work / "kernel_calls.json"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "device_check.pytest_cuda", "-p", "no:cacheprovider",
-               f"--junitxml={junit}", *files]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "device_check.pytest_cuda",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        *files,
+    ]
     if plan.test_select:
         command += ["-k", plan.test_select]
     env = dict(os.environ, DEVICE_CHECK_KERNEL_DEVICE=plan.device, DEVICE_CHECK_KERNEL_CALLS=str(calls))
     rec.info(command=" ".join(command[1:]))
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=max(5.0, rec.time_left() - 5))
+        done = subprocess.run(
+            command, cwd=REPO, env=env, capture_output=True, text=True, timeout=max(5.0, rec.time_left() - 5)
+        )
         output, returncode = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as err:  # its captured output is bytes, whatever `text` says
         output = b"".join(part or b"" for part in (err.stdout, err.stderr)).decode(errors="replace")
@@ -259,15 +342,21 @@ def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
     counts = junit_counts(junit) if junit.is_file() else None
     used = json.loads(calls.read_text()) if calls.is_file() else {}
     calls.unlink(missing_ok=True)
-    rec.info(pytest_returncode=returncode, deselected=used.get("deselected", []),
-             interpreter=used.get("interpreter"))
+    rec.info(pytest_returncode=returncode, deselected=used.get("deselected", []), interpreter=used.get("interpreter"))
     if counts is None:
         raise RuntimeError(f"pytest wrote no report (exit status {returncode}): {output[-600:]}")
     rec.row(op="kernel_tests", seconds=elapsed, **{k: v for k, v in counts.items() if k != "failed_names"})
-    rec.figure("kernel tests passed", counts["passed"], "tests", baseline="tests run", baseline_value=counts["tests"],
-               goal="all pass", met=counts["failed"] == 0 and returncode == 0,
-               note=f"{counts['skipped']} skipped; Triton calls on {plan.device}: {used.get('calls')}; "
-                    f"interpreter: {used.get('interpreter')}")
+    rec.figure(
+        "kernel tests passed",
+        counts["passed"],
+        "tests",
+        baseline="tests run",
+        baseline_value=counts["tests"],
+        goal="all pass",
+        met=counts["failed"] == 0 and returncode == 0,
+        note=f"{counts['skipped']} skipped; Triton calls on {plan.device}: {used.get('calls')}; "
+        f"interpreter: {used.get('interpreter')}",
+    )
     if counts["tests"] == 0:
         rec.error("pytest", f"no kernel test ran (selection: {plan.test_select or 'all'}; exit status {returncode})")
     elif counts["failed_names"] or returncode != 0:
@@ -278,11 +367,19 @@ def junit_counts(path: Path) -> dict:
     """tests, passed, skipped, failed (failures + errors) and the failed tests' names from a JUnit XML file."""
     root = ET.parse(path).getroot()
     cases = list(root.iter("testcase"))
-    failed = [f"{c.get('classname')}::{c.get('name')}" for c in cases
-              if c.find("failure") is not None or c.find("error") is not None]
+    failed = [
+        f"{c.get('classname')}::{c.get('name')}"
+        for c in cases
+        if c.find("failure") is not None or c.find("error") is not None
+    ]
     skipped = sum(c.find("skipped") is not None for c in cases)
-    return {"tests": len(cases), "passed": len(cases) - len(failed) - skipped, "skipped": skipped,
-            "failed": len(failed), "failed_names": failed}
+    return {
+        "tests": len(cases),
+        "passed": len(cases) - len(failed) - skipped,
+        "skipped": skipped,
+        "failed": len(failed),
+        "failed_names": failed,
+    }
 
 
 def _figure_value(context: dict, section: str, name: str) -> float | None:

@@ -16,8 +16,14 @@ SCORE_MEMORY_GOAL = 10.0
 OVERHEAD_GOAL_PCT = 10.0
 """Goal: the hf backend and the engine generate at most this much slower than raw model.generate."""
 
-QWEN2_0_5B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, vocab_size=151_936)
+QWEN2_0_5B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    vocab_size=151_936,
+)
 """The shape of Qwen2.5-0.5B (randomly initialised here: nothing is downloaded)."""
 
 
@@ -98,8 +104,14 @@ DRY_PLAN = Plan(
     score_shapes=((48, 64, 3001),),
     vote_shape=(4, 32, 40),
     vote_ks=(1, 8),
-    model=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-               num_key_value_heads=1, vocab_size=512),
+    model=dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        vocab_size=512,
+    ),
     gen_prompts=2,
     gen_n=2,
     gen_max_new_tokens=8,

@@ -106,6 +106,7 @@ def moved(value, device: str):
     if isinstance(value, dict):
         return {k: moved(v, device) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: moved(getattr(value, f.name), device)
-                                             for f in dataclasses.fields(value) if f.init})
+        return dataclasses.replace(
+            value, **{f.name: moved(getattr(value, f.name), device) for f in dataclasses.fields(value) if f.init}
+        )
     return value

@@ -40,15 +40,32 @@ class Recorder:
         self.data["info"].update(fields)
         self.flush()
 
-    def figure(self, name: str, value: float | None, unit: str, *, baseline: str | None = None,
-               baseline_value: float | None = None, goal: str | None = None, met: bool | None = None,
-               note: str | None = None) -> None:
+    def figure(
+        self,
+        name: str,
+        value: float | None,
+        unit: str,
+        *,
+        baseline: str | None = None,
+        baseline_value: float | None = None,
+        goal: str | None = None,
+        met: bool | None = None,
+        note: str | None = None,
+    ) -> None:
         """One measured figure beside its baseline; `goal` and `met` when the issue sets a goal for it."""
-        self.data["figures"].append({
-            "name": name, "value": _number(value), "unit": unit, "baseline": baseline,
-            "baseline_value": _number(baseline_value), "ratio": _number(ratio(value, baseline_value)),
-            "goal": goal, "met": met, "note": note,
-        })
+        self.data["figures"].append(
+            {
+                "name": name,
+                "value": _number(value),
+                "unit": unit,
+                "baseline": baseline,
+                "baseline_value": _number(baseline_value),
+                "ratio": _number(ratio(value, baseline_value)),
+                "goal": goal,
+                "met": met,
+                "note": note,
+            }
+        )
         self.flush()
 
     def row(self, **fields) -> None:

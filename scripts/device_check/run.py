@@ -32,17 +32,25 @@ def section_function(name: str):
     """The function that measures section `name`: (recorder, plan, context) -> None."""
     from . import kernel_sections, serving_sections
 
-    functions = {"machine": kernel_sections.machine, "score": kernel_sections.score, "vote": kernel_sections.vote,
-                 "kernel_tests": kernel_sections.kernel_tests, "generate": serving_sections.generate,
-                 "solve": serving_sections.solve}
+    functions = {
+        "machine": kernel_sections.machine,
+        "score": kernel_sections.score,
+        "vote": kernel_sections.vote,
+        "kernel_tests": kernel_sections.kernel_tests,
+        "generate": serving_sections.generate,
+        "solve": serving_sections.solve,
+    }
     return functions[name]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m device_check", description=__doc__.split("\n")[0])
-    parser.add_argument("--dry", action="store_true", help="CPU, tiny shapes, Triton's interpreter (the test suite's run)")
-    parser.add_argument("--out", help="JSON report (default: $OUT/device_check.json when OUT is set, "
-                                      "else runs/device_check[_dry].json)")
+    parser.add_argument(
+        "--dry", action="store_true", help="CPU, tiny shapes, Triton's interpreter (the test suite's run)"
+    )
+    parser.add_argument(
+        "--out", help="JSON report (default: $OUT/device_check.json when OUT is set, else runs/device_check[_dry].json)"
+    )
     parser.add_argument("--budget", type=float, help="total seconds (default: 480 on a GPU, 240 dry)")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="run only this section (repeatable)")
     parser.add_argument("--section", choices=SECTIONS, help=argparse.SUPPRESS)  # a section's own process
@@ -59,8 +67,13 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     plan = DRY_PLAN if args.dry else GPU_PLAN
     if args.section:
-        return run_section_here(args.section, plan, Path(args.part), args.deadline,
-                                json.loads(Path(args.context).read_text()) if args.context else {})
+        return run_section_here(
+            args.section,
+            plan,
+            Path(args.part),
+            args.deadline,
+            json.loads(Path(args.context).read_text()) if args.context else {},
+        )
     out = Path(args.out) if args.out else default_out(args.dry)
     out.parent.mkdir(parents=True, exist_ok=True)
     report = run_all(plan, out, args.budget or plan.total_budget_s, args.only or SECTIONS)
@@ -93,8 +106,13 @@ def run_section_here(name: str, plan: Plan, part: Path, deadline: float, context
 def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
     """Every section in order within `budget` seconds; the report, also written to `out` after each one."""
     started = time.time()
-    report = {"device_check": 1, "mode": "dry" if plan.dry else "gpu", "budget_s": budget, "elapsed_s": 0.0,
-              "sections": {}}
+    report = {
+        "device_check": 1,
+        "mode": "dry" if plan.dry else "gpu",
+        "budget_s": budget,
+        "elapsed_s": 0.0,
+        "sections": {},
+    }
     log = out.with_suffix(".log")
     log.write_text("")
     stop_reason = None
@@ -106,8 +124,9 @@ def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
             reason = stop_reason or f"{left:.0f} s of the {budget:.0f} s budget left"
             report["sections"][name] = skipped(name, reason)
         else:
-            report["sections"][name] = run_section(name, plan, min(plan.budgets_s[name], left), out, log,
-                                                   report["sections"])
+            report["sections"][name] = run_section(
+                name, plan, min(plan.budgets_s[name], left), out, log, report["sections"]
+            )
             if report["sections"][name].get("no_device"):
                 stop_reason = "no CUDA device"
         section = report["sections"][name]
@@ -118,8 +137,16 @@ def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
 
 
 def skipped(name: str, reason: str) -> dict:
-    return {"status": "skipped", "elapsed_s": 0.0, "limit_s": 0.0, "info": {}, "figures": [], "rows": [],
-            "errors": [], "notes": [f"skipped: {reason}"]}
+    return {
+        "status": "skipped",
+        "elapsed_s": 0.0,
+        "limit_s": 0.0,
+        "info": {},
+        "figures": [],
+        "rows": [],
+        "errors": [],
+        "notes": [f"skipped: {reason}"],
+    }
 
 
 def run_section(name: str, plan: Plan, limit: float, out: Path, log: Path, done: dict) -> dict:
@@ -127,22 +154,37 @@ def run_section(name: str, plan: Plan, limit: float, out: Path, log: Path, done:
     part, context = out.with_name(f"{out.stem}.{name}.part.json"), out.with_name(f"{out.stem}.context.json")
     write_json(context, done)
     deadline = time.time() + limit
-    command = [sys.executable, "-m", "device_check", "--section", name, "--part", str(part),
-               "--context", str(context), "--deadline", str(deadline)] + (["--dry"] if plan.dry else [])
+    command = [
+        sys.executable,
+        "-m",
+        "device_check",
+        "--section",
+        name,
+        "--part",
+        str(part),
+        "--context",
+        str(context),
+        "--deadline",
+        str(deadline),
+    ] + (["--dry"] if plan.dry else [])
     started = time.perf_counter()
     with log.open("a") as sink:
         sink.write(f"\n===== {name} (limit {limit:.0f} s)\n")
         sink.flush()
-        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=section_env(plan),
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=section_env(plan), start_new_session=True
+        )
         try:
             returncode = proc.wait(timeout=limit + KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             returncode = None
-    result = json.loads(part.read_text()) if part.is_file() else {
-        "info": {}, "figures": [], "rows": [], "errors": [], "notes": []}
+    result = (
+        json.loads(part.read_text())
+        if part.is_file()
+        else {"info": {}, "figures": [], "rows": [], "errors": [], "notes": []}
+    )
     for path in (part, context):
         path.unlink(missing_ok=True)
     if returncode is None:
@@ -150,8 +192,12 @@ def run_section(name: str, plan: Plan, limit: float, out: Path, log: Path, done:
     elif returncode != 0 and not result["errors"]:
         result["errors"].append({"step": name, "error": f"exit status {returncode} (see the log)"})
     status = "timeout" if returncode is None else "failed" if returncode != 0 or result["errors"] else "ok"
-    result.update(status=status, elapsed_s=round(time.perf_counter() - started, 1), limit_s=round(limit, 1),
-                  no_device=returncode == NO_DEVICE_EXIT)
+    result.update(
+        status=status,
+        elapsed_s=round(time.perf_counter() - started, 1),
+        limit_s=round(limit, 1),
+        no_device=returncode == NO_DEVICE_EXIT,
+    )
     return result
 
 
@@ -176,15 +222,25 @@ def format_report(report: dict) -> str:
     """Every figure beside its baseline, section by section, with errors and notes."""
     lines = [f"\ndevice check ({report['mode']}), {report['elapsed_s']:.0f} s of {report['budget_s']:.0f} s"]
     if report["mode"] == "dry":
-        lines.append("  dry run: CPU, tiny shapes, Triton's interpreter; its times say nothing of a GPU and its goals do not apply")
+        lines.append(
+            "  dry run: CPU, tiny shapes, Triton's interpreter; its times say nothing of a GPU and its goals do not apply"
+        )
     machine = report["sections"].get("machine", {}).get("info", {})
     if machine:
-        lines.append("  " + ", ".join(f"{k} {machine[k]}" for k in ("gpu", "torch", "cuda", "triton", "transformers",
-                                                                  "date", "commit") if machine.get(k)))
+        lines.append(
+            "  "
+            + ", ".join(
+                f"{k} {machine[k]}"
+                for k in ("gpu", "torch", "cuda", "triton", "transformers", "date", "commit")
+                if machine.get(k)
+            )
+        )
     for name, section in report["sections"].items():
         lines.append(f"== {name}: {section['status']} ({section['elapsed_s']:.0f} s of {section['limit_s']:.0f} s)")
         lines += ["  " + format_figure(f) for f in section["figures"]]
-        lines += [f"  ERROR [{e['step']}] {e['error'].splitlines()[0] if e['error'] else ''}" for e in section["errors"]]
+        lines += [
+            f"  ERROR [{e['step']}] {e['error'].splitlines()[0] if e['error'] else ''}" for e in section["errors"]
+        ]
         lines += [f"  note: {n}" for n in section["notes"]]
     return "\n".join(lines)
 

@@ -26,8 +26,14 @@ def generate(rec: Recorder, plan: Plan, context: dict) -> None:
     dtype = "float32" if plan.dry else "bfloat16"
     model, tokenizer = build_model(plan.model, dtype, plan.device)
     params = sum(p.numel() for p in model.parameters())
-    rec.info(model=dict(plan.model), parameters=params, dtype=dtype, prompts=plan.gen_prompts, n=plan.gen_n,
-             max_new_tokens=plan.gen_max_new_tokens)
+    rec.info(
+        model=dict(plan.model),
+        parameters=params,
+        dtype=dtype,
+        prompts=plan.gen_prompts,
+        n=plan.gen_n,
+        max_new_tokens=plan.gen_max_new_tokens,
+    )
     problems = load_problems(default_problems_path(), limit=plan.gen_prompts)
     config = PromptConfig.load(DEFAULT_MODEL)  # the shipped model's prompt and stop strings
     prompts = [build_prompt(config, p.text) for p in problems]
@@ -64,9 +70,16 @@ def _overhead_figure(rec: Recorder, label: str, speed: dict, raw: dict | None, s
     if raw is None:
         raise RuntimeError("raw model.generate was not measured: no baseline for the overhead")
     overhead = 100.0 * (raw["tokens_per_s"] / speed["tokens_per_s"] - 1.0)
-    rec.figure(f"generate: {label}", speed["tokens_per_s"], "tokens/s", baseline="raw model.generate",
-               baseline_value=raw["tokens_per_s"], goal=f"overhead < {OVERHEAD_GOAL_PCT:g}%",
-               met=overhead < OVERHEAD_GOAL_PCT, note=f"overhead {overhead:+.1f}%; {shape}")
+    rec.figure(
+        f"generate: {label}",
+        speed["tokens_per_s"],
+        "tokens/s",
+        baseline="raw model.generate",
+        baseline_value=raw["tokens_per_s"],
+        goal=f"overhead < {OVERHEAD_GOAL_PCT:g}%",
+        met=overhead < OVERHEAD_GOAL_PCT,
+        note=f"overhead {overhead:+.1f}%; {shape}",
+    )
 
 
 def build_model(shape: dict, dtype: str, device: str):
@@ -79,8 +92,14 @@ def build_model(shape: dict, dtype: str, device: str):
     tokenizer = build_char_tokenizer()
     if shape["vocab_size"] < len(tokenizer):
         raise ValueError(f"model vocab_size must be >= {len(tokenizer)} (the tokenizer), got {shape['vocab_size']}")
-    config = Qwen2Config(**shape, max_position_embeddings=4096, tie_word_embeddings=True, bos_token_id=None,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = Qwen2Config(
+        **shape,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = Qwen2ForCausalLM(config)
@@ -95,14 +114,22 @@ def raw_generate(model, tokenizer, prompts: list[str], n: int, max_new_tokens: i
     from tts_engine.sampling import left_pad
 
     ids, mask = left_pad([tokenizer.encode(p, add_special_tokens=False) for p in prompts], tokenizer.pad_token_id)
-    config = GenerationConfig(do_sample=True, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=max_new_tokens,
-                              num_return_sequences=n, pad_token_id=tokenizer.pad_token_id,
-                              eos_token_id=tokenizer.eos_token_id)
+    config = GenerationConfig(
+        do_sample=True,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        max_new_tokens=max_new_tokens,
+        num_return_sequences=n,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(0)
     with torch.inference_mode():
-        out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
-                             generation_config=config)
-    return generated_tokens(out[:, ids.shape[1]:], tokenizer.eos_token_id)
+        out = model.generate(
+            input_ids=ids.to(model.device), attention_mask=mask.to(model.device), generation_config=config
+        )
+    return generated_tokens(out[:, ids.shape[1] :], tokenizer.eos_token_id)
 
 
 def generated_tokens(new, eos_id: int) -> int:
@@ -124,8 +151,7 @@ def _engine_speed(rec: Recorder, plan: Plan, model, tokenizer, problems, dtype: 
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
         shutil.copy(DEFAULT_MODEL / PROMPT_CONFIG_FILE, path)
-        engine = Engine(path, backend="hf", verifier="none",
-                        backend_options={"device": plan.device, "dtype": dtype})
+        engine = Engine(path, backend="hf", verifier="none", backend_options={"device": plan.device, "dtype": dtype})
 
         def through_engine(max_new_tokens):
             records = engine.solve(problems, n=plan.gen_n, max_new_tokens=max_new_tokens, seed=0, progress=False)
@@ -151,8 +177,7 @@ def _timed(rec: Recorder, plan: Plan, label: str, run) -> dict:
         _sync(torch)
         seconds.append(time.perf_counter() - start)
     median = sorted(seconds)[len(seconds) // 2]
-    rec.row(op="generate", path=label, tokens=tokens, seconds=median, runs=len(seconds),
-            tokens_per_s=tokens / median)
+    rec.row(op="generate", path=label, tokens=tokens, seconds=median, runs=len(seconds), tokens_per_s=tokens / median)
     print(f"{label}: {tokens} tokens in {median:.2f} s", flush=True)
     return {"tokens": tokens, "seconds": median, "tokens_per_s": tokens / median}
 
@@ -170,9 +195,14 @@ def _sampling_step(rec: Recorder, plan: Plan, rows: int, vocab: int, raw: dict |
     generators = [torch.Generator().manual_seed(i) for i in range(rows)]
     ms, _, _ = measure(lambda: sample_tokens(logits, 1.0, 1.0, generators), device, max(2, plan.repeats // 2))
     step_ms = raw["seconds"] / plan.gen_max_new_tokens * 1e3 if raw else None
-    rec.figure(f"generate: backend sampling step, {rows} rows x V={vocab}", ms, "ms",
-               baseline="raw model.generate, whole decode step", baseline_value=step_ms,
-               note="sample_tokens draws each row's noise on the CPU")
+    rec.figure(
+        f"generate: backend sampling step, {rows} rows x V={vocab}",
+        ms,
+        "ms",
+        baseline="raw model.generate, whole decode step",
+        baseline_value=step_ms,
+        note="sample_tokens draws each row's noise on the CPU",
+    )
 
 
 def solve(rec: Recorder, plan: Plan, context: dict) -> None:
@@ -194,26 +224,52 @@ def solve(rec: Recorder, plan: Plan, context: dict) -> None:
                 summary = summarize(_read(out))
                 tokens = summary["generated_tokens_per_problem"] * summary["problems"]
                 runs[label] = {"wall_s": wall, "tokens_per_s": tokens / wall, **summary}
-                rec.row(op="solve", run=label, wall_s=wall, problems=summary["problems"], samples=summary["samples"],
-                        generated_tokens=tokens, engine_s=summary["time_s"], pass_at_1=summary["pass@1"],
-                        accuracy=summary["accuracy"])
+                rec.row(
+                    op="solve",
+                    run=label,
+                    wall_s=wall,
+                    problems=summary["problems"],
+                    samples=summary["samples"],
+                    generated_tokens=tokens,
+                    engine_s=summary["time_s"],
+                    pass_at_1=summary["pass@1"],
+                    accuracy=summary["accuracy"],
+                )
     first = runs.get(plan.device)
     if first is None:
         return
     cpu = runs.get("cpu baseline", {})
     accuracy = first["accuracy"].get("weighted:verifier_yes_no")
-    rec.figure(f"solve: tts solve wall time on {plan.device}", first["wall_s"], "s", baseline="same command on the CPU",
-               baseline_value=cpu.get("wall_s"),
-               note=f"{first['problems']} problems x {first['samples'] // max(1, first['problems'])} samples; "
-                    f"start-up included; weighted:verifier_yes_no accuracy {accuracy}")
-    rec.figure(f"solve: generated tokens/s on {plan.device}", first["tokens_per_s"], "tokens/s",
-               baseline="same command on the CPU", baseline_value=cpu.get("tokens_per_s"))
+    rec.figure(
+        f"solve: tts solve wall time on {plan.device}",
+        first["wall_s"],
+        "s",
+        baseline="same command on the CPU",
+        baseline_value=cpu.get("wall_s"),
+        note=f"{first['problems']} problems x {first['samples'] // max(1, first['problems'])} samples; "
+        f"start-up included; weighted:verifier_yes_no accuracy {accuracy}",
+    )
+    rec.figure(
+        f"solve: generated tokens/s on {plan.device}",
+        first["tokens_per_s"],
+        "tokens/s",
+        baseline="same command on the CPU",
+        baseline_value=cpu.get("tokens_per_s"),
+    )
 
 
 def _run_solve(plan: Plan, out: Path, hide_gpu: bool, timeout: float) -> float:
     """Wall seconds of one `tts solve --out OUT` in its own process (as a user runs it)."""
-    command = [sys.executable, "-c", "from tts_engine.cli import main; main()", "solve", "--quiet", "--out", str(out),
-               *plan.solve_args]
+    command = [
+        sys.executable,
+        "-c",
+        "from tts_engine.cli import main; main()",
+        "solve",
+        "--quiet",
+        "--out",
+        str(out),
+        *plan.solve_args,
+    ]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="") if hide_gpu else dict(os.environ)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=max(5.0, timeout))

@@ -29,8 +29,31 @@ _DECIMAL = re.compile(r"-?\d{0,50}\.\d{1,50}")
 _FRAC_LITERAL = re.compile(r"(-?)\\frac\{(-?)(\d{1,50})\}\{(\d{1,50})\}")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}(?![A-Za-z])")
-_MATH_WORDS = frozenset({"sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "max", "min", "gcd", "lcm", "det",
-                         "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "mod", "infty"})
+_MATH_WORDS = frozenset(
+    {
+        "sin",
+        "cos",
+        "tan",
+        "cot",
+        "sec",
+        "csc",
+        "log",
+        "exp",
+        "max",
+        "min",
+        "gcd",
+        "lcm",
+        "det",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "mod",
+        "infty",
+    }
+)
 _DEGREE_MARK = re.compile(r"\\circ(?![a-zA-Z])|°|\\degree(?![a-zA-Z])|\bdegrees?\b")
 _FUNCTION_VALUE = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\(\s*[A-Za-z]\s*\)\s*=(?!=)(.+)", re.DOTALL)
 _FUNCTION_NAME = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\(\s*[A-Za-z]\s*\)")
@@ -115,7 +138,7 @@ def _split_keys(normalized: str) -> tuple[tuple[str | None, ...], tuple[str, ...
 
 
 def _split_key(item: str) -> tuple[str | None, str]:
-    """"x=3" -> ("x", "3"); "f(x)=x+1" stays an equation (a function definition is the answer)."""
+    """ "x=3" -> ("x", "3"); "f(x)=x+1" stays an equation (a function definition is the answer)."""
     depths = top_level_depths(item)
     equals = [i for i, ch in enumerate(item) if ch == "=" and depths[i] == 0]
     if len(equals) != 1:
@@ -127,14 +150,16 @@ def _split_key(item: str) -> tuple[str | None, str]:
 
 
 def _expand_tuple_key(key: str, value: str) -> list[tuple[str | None, str]] | None:
-    """"(x,y,z)=(1,2,3)" -> x=1, y=2, z=3 (only when both tuples have the same length)."""
+    """ "(x,y,z)=(1,2,3)" -> x=1, y=2, z=3 (only when both tuples have the same length)."""
     names = split_top_level(key[1:-1])
     if not (value.startswith("(") and value.endswith(")")):
         return None
     parts = split_top_level(value[1:-1])
     if len(parts) != len(names):
         return None
-    return [(None, f"{name}={part}") if _FUNCTION_NAME.fullmatch(name) else (name, part) for name, part in zip(names, parts)]
+    return [
+        (None, f"{name}={part}") if _FUNCTION_NAME.fullmatch(name) else (name, part) for name, part in zip(names, parts)
+    ]
 
 
 def text_key(form: AnswerForm) -> str:
@@ -177,7 +202,7 @@ def _as_tuple(keyed: AnswerForm, other: AnswerForm) -> str | None:
 
 
 def _function_value(form: AnswerForm, other: AnswerForm) -> str:
-    """"f(x)=E" -> "E" when the other side is one item with no "=" at top level; else the key."""
+    """ "f(x)=E" -> "E" when the other side is one item with no "=" at top level; else the key."""
     if len(form.values) != 1 or len(other.values) != 1 or "=" in other.key:
         return form.key
     match = _FUNCTION_VALUE.fullmatch(form.key)
@@ -310,8 +335,13 @@ def _shape_verdict(left_values, right_items, right_values, left_items) -> bool |
 
 
 def _is_bracketed_tuple(item: str) -> bool:
-    return (item[:1] in "([" and item[-1:] in ")]" and len(item) > 2
-            and len(split_top_level(item[1:-1])) > 1 and item[1:-1].count("(") == item[1:-1].count(")"))
+    return (
+        item[:1] in "(["
+        and item[-1:] in ")]"
+        and len(item) > 2
+        and len(split_top_level(item[1:-1])) > 1
+        and item[1:-1].count("(") == item[1:-1].count(")")
+    )
 
 
 _ANGLE_QUESTION = re.compile(
@@ -334,8 +364,12 @@ def angle_forms(reference: AnswerForm, answer: AnswerForm, angle_question: bool)
     ("45" vs "\\frac{\\pi}{4}" for "find x" stays two different numbers).
     """
     for degree_side, radian_side in ((reference, answer), (answer, reference)):
-        if ("\\pi" in radian_side.normalized and "\\pi" not in degree_side.normalized and not radian_side.degrees
-                and (degree_side.degrees or angle_question)):
+        if (
+            "\\pi" in radian_side.normalized
+            and "\\pi" not in degree_side.normalized
+            and not radian_side.degrees
+            and (degree_side.degrees or angle_question)
+        ):
             converted = _in_radians(degree_side)
             if converted is not None:
                 return (converted, radian_side) if degree_side is reference else (radian_side, converted)

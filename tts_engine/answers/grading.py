@@ -110,14 +110,26 @@ class GradingReport:
     """Which pairs (input positions) were sent to the judge."""
 
 
-def rule_verdict(reference: str | None, answer: str | None, *, question: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, pool: CheckPool | None = None) -> bool | None:
+def rule_verdict(
+    reference: str | None,
+    answer: str | None,
+    *,
+    question: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    pool: CheckPool | None = None,
+) -> bool | None:
     """The rule-based verdict for one pair (cached). Misses and unreadable references give None."""
     return rule_grade(reference, answer, question=question, timeout=timeout, pool=pool).verdict
 
 
-def rule_grade(reference: str | None, answer: str | None, *, question: str | None = None,
-               timeout: float = DEFAULT_TIMEOUT, pool: CheckPool | None = None) -> Grade:
+def rule_grade(
+    reference: str | None,
+    answer: str | None,
+    *,
+    question: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    pool: CheckPool | None = None,
+) -> Grade:
     """rule_verdict with the reason for an undecided verdict. False only when both sides were read
     and differ; None when a side could not be read as mathematics or the check timed out."""
     reference = reference.strip() if isinstance(reference, str) else ""
@@ -178,8 +190,9 @@ def grade_answers(
     Rule checks run on the pool's worker processes; the judge gets one batched call with every
     pair it must decide. An empty answer is wrong (False) in every mode; a missing reference is None.
     """
-    return grade_answers_report(references, answers, questions=questions, grader=grader, judge=judge,
-                                timeout=timeout, pool=pool).verdicts
+    return grade_answers_report(
+        references, answers, questions=questions, grader=grader, judge=judge, timeout=timeout, pool=pool
+    ).verdicts
 
 
 def grade_answers_report(
@@ -212,8 +225,13 @@ def grade_answers_report(
     reasons = [grade.reason for grade in rule]
     if grader == "rule":
         return GradingReport([grade.verdict for grade in rule], reasons)
-    to_judge = [i for i, grade in enumerate(rule) if _has_text(answers[i]) and _has_text(references[i])
-                and (grader == "judge" or _needs_judge(grade, references[i], answers[i]))]
+    to_judge = [
+        i
+        for i, grade in enumerate(rule)
+        if _has_text(answers[i])
+        and _has_text(references[i])
+        and (grader == "judge" or _needs_judge(grade, references[i], answers[i]))
+    ]
     judged = _ask_judge(judge, to_judge, references, answers, questions)
     verdicts: list[bool | None] = []
     for i, grade in enumerate(rule):
@@ -232,7 +250,9 @@ def _needs_judge(grade: Grade, reference: str, answer: str) -> bool:
         return True
     if grade.verdict is True:
         return False
-    return any(form.kind == TEXT or form.prose for form in (answer_form(reference.strip()), answer_form(answer.strip())))
+    return any(
+        form.kind == TEXT or form.prose for form in (answer_form(reference.strip()), answer_form(answer.strip()))
+    )
 
 
 def _hybrid(rule: bool | None, judge: bool | None) -> bool | None:
@@ -282,5 +302,6 @@ def is_equivalent(
     pool: CheckPool | None = None,
 ) -> bool | None:
     """Is `answer` equivalent to `reference`? True, False, or None when undecided (timeout, unreadable)."""
-    return grade_answers([reference], [answer], questions=[question], grader=grader, judge=judge,
-                         timeout=timeout, pool=pool)[0]
+    return grade_answers(
+        [reference], [answer], questions=[question], grader=grader, judge=judge, timeout=timeout, pool=pool
+    )[0]

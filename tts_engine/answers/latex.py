@@ -82,9 +82,7 @@ def encloses_whole(text: str, left: str, right: str) -> bool:
     return depth == 0
 
 
-def rewrite_command_args(
-    text: str, commands: tuple[str, ...], rewrite: Callable[[str, str, str, str], str]
-) -> str:
+def rewrite_command_args(text: str, commands: tuple[str, ...], rewrite: Callable[[str, str, str, str], str]) -> str:
     """Replace every `\\command{arg}` (command in `commands`) by rewrite(command, arg, before, after).
 
     `before` and `after` are the text around the occurrence (for context-dependent rules). An

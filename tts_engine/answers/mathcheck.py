@@ -35,8 +35,9 @@ def parse_answer(latex: str) -> list | None:
     if latex in _parse_cache:
         _parse_cache.move_to_end(latex)
         return _parse_cache[latex]
-    parsed = parse("\\boxed{" + protect_trailing_letters(latex) + "}", extraction_config=_EXTRACTION,
-                   parsing_timeout=None)
+    parsed = parse(
+        "\\boxed{" + protect_trailing_letters(latex) + "}", extraction_config=_EXTRACTION, parsing_timeout=None
+    )
     if not any(not isinstance(item, str) for item in parsed):
         parsed = None
     _parse_cache[latex] = parsed
@@ -94,8 +95,9 @@ def _same(a, b) -> bool:
 
 # Structural rules: each gets the parsed gold and prediction (sympy objects) and the prediction's text.
 
+
 def inequality_as_interval(gold, pred, pred_text: str) -> bool:
-    """"k < -5" equals "(-\\infty, -5)"; "3 < \\lambda \\leq 4" equals "(3, 4]".
+    """ "k < -5" equals "(-\\infty, -5)"; "3 < \\lambda \\leq 4" equals "(3, 4]".
 
     A condition on one variable describes the set of its values; references give the interval.
     """
@@ -111,13 +113,11 @@ def inequality_as_interval(gold, pred, pred_text: str) -> bool:
 
 
 def _is_condition(expr) -> bool:
-    return isinstance(expr, (sympy.core.relational.Relational, sympy.And, sympy.Or)) and not isinstance(
-        expr, sympy.Eq
-    )
+    return isinstance(expr, (sympy.core.relational.Relational, sympy.And, sympy.Or)) and not isinstance(expr, sympy.Eq)
 
 
 def rounded_decimal(gold, pred, pred_text: str) -> bool:
-    """"85.71" for 600/7: a decimal with d >= 2 digits equals an exact value that has no finite
+    """ "85.71" for 600/7: a decimal with d >= 2 digits equals an exact value that has no finite
     decimal form when it is that value rounded to d digits.
 
     Only values with no exact decimal form (1/7, \\sqrt{2}) qualify: for 1/8 = 0.125 the exact
@@ -159,7 +159,7 @@ def rounded_reference(gold, pred, gold_text: str) -> bool:
 
 
 def solved_equation(gold, pred) -> bool:
-    """"y - 2 = 3(x-1)^2" equals "3x^2 - 6x + 5" and "y = 3x^2 - 6x + 5": an equation with one unknown
+    """ "y - 2 = 3(x-1)^2" equals "3x^2 - 6x + 5" and "y = 3x^2 - 6x + 5": an equation with one unknown
     that the other side does not use (or both equations in the same unknown), solved for it, when
     the solution is unique. A function definition "f(x) = E" is its right side."""
     for equation, other in ((gold, pred), (pred, gold)):
@@ -182,8 +182,11 @@ def _equation_against_value(gold, pred) -> bool:
     """An equation whose left side is not a lone name ("y - 1 = 3(x+1)^2 + 1") against a bare value:
     math-verify would compare the value with the right side only; solved_equation decides instead."""
     for equation, other in ((gold, pred), (pred, gold)):
-        if (isinstance(equation, sympy.Eq) and not isinstance(other, sympy.Eq)
-                and not isinstance(equation.lhs, (sympy.Symbol, AppliedUndef))):
+        if (
+            isinstance(equation, sympy.Eq)
+            and not isinstance(other, sympy.Eq)
+            and not isinstance(equation.lhs, (sympy.Symbol, AppliedUndef))
+        ):
             return True
     return False
 
@@ -216,7 +219,7 @@ def _has_finite_decimal(value) -> bool:
 
 
 def renamed_bound_variable(gold, pred, pred_text: str) -> bool:
-    """"f(z)=z" equals "f(x)=x"; "\\frac{\\pi}{6}+k\\pi" equals "\\frac{\\pi}{6}+n\\pi".
+    """ "f(z)=z" equals "f(x)=x"; "\\frac{\\pi}{6}+k\\pi" equals "\\frac{\\pi}{6}+n\\pi".
 
     The argument of a function definition and the integer parameter of a family of periodic
     solutions are bound names: when each side has exactly one free symbol and they differ, rename.

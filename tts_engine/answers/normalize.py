@@ -22,8 +22,22 @@ MAX_ANSWER_CHARS = 1000
 exact string only and reported "unparsable". It bounds the time and memory of every rule and check;
 real final answers are far shorter (the longest reference in MATH500 has 60 characters)."""
 
-TEXT_COMMANDS = ("text", "textrm", "textbf", "textit", "textnormal", "textsf", "texttt", "mbox", "mathrm", "mathit",
-                 "mathbf", "mathsf", "operatorname", "textup")
+TEXT_COMMANDS = (
+    "text",
+    "textrm",
+    "textbf",
+    "textit",
+    "textnormal",
+    "textsf",
+    "texttt",
+    "mbox",
+    "mathrm",
+    "mathit",
+    "mathbf",
+    "mathsf",
+    "operatorname",
+    "textup",
+)
 WORD_TEXT_COMMANDS = ("text", "textrm", "textbf", "textit", "textnormal", "textsf", "texttt", "mbox", "textup")
 
 
@@ -35,11 +49,36 @@ _SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789"
 _SUBSCRIPT_RUN = re.compile(r"[₀₁₂₃₄₅₆₇₈₉]+")
 _HTML_SCRIPT = re.compile(r"<(sup|sub)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 _UNICODE_SYMBOLS = {
-    "∈": r"\in ", "∉": r"\notin ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", "∓": r"\mp ", "∀": r"\forall ",
-    "ℝ": r"\mathbb{R}", "ℤ": r"\mathbb{Z}", "ℕ": r"\mathbb{N}", "ℚ": r"\mathbb{Q}", "ℂ": r"\mathbb{C}",
-    "α": r"\alpha ", "β": r"\beta ", "γ": r"\gamma ", "θ": r"\theta ", "φ": r"\varphi ", "λ": r"\lambda ",
-    "μ": r"\mu ", "σ": r"\sigma ", "ω": r"\omega ", "Δ": r"\Delta ", "′": "'", "″": "''", "⩽": r"\leq ",
-    "⩾": r"\geq ", "÷": r"\div ", "∣": "|", "：": ":", "　": " ",
+    "∈": r"\in ",
+    "∉": r"\notin ",
+    "∪": r"\cup ",
+    "∩": r"\cap ",
+    "±": r"\pm ",
+    "∓": r"\mp ",
+    "∀": r"\forall ",
+    "ℝ": r"\mathbb{R}",
+    "ℤ": r"\mathbb{Z}",
+    "ℕ": r"\mathbb{N}",
+    "ℚ": r"\mathbb{Q}",
+    "ℂ": r"\mathbb{C}",
+    "α": r"\alpha ",
+    "β": r"\beta ",
+    "γ": r"\gamma ",
+    "θ": r"\theta ",
+    "φ": r"\varphi ",
+    "λ": r"\lambda ",
+    "μ": r"\mu ",
+    "σ": r"\sigma ",
+    "ω": r"\omega ",
+    "Δ": r"\Delta ",
+    "′": "'",
+    "″": "''",
+    "⩽": r"\leq ",
+    "⩾": r"\geq ",
+    "÷": r"\div ",
+    "∣": "|",
+    "：": ":",
+    "　": " ",
 }
 _UNICODE_SYMBOL = re.compile("|".join(map(re.escape, _UNICODE_SYMBOLS)))
 
@@ -246,9 +285,14 @@ _DEGREE_MINUTES = re.compile(
 
 def degree_minutes(answer: str) -> str:
     """Degrees, minutes and seconds: "35^\\circ 20'" -> "\\frac{106}{3}^\\circ" (exact degrees, the mark kept)."""
+
     def rewrite(match: re.Match) -> str:
         degrees = Fraction(match.group(1)) + Fraction(match.group(2)) / 60 + Fraction(match.group(3) or 0) / 3600
-        text = str(degrees.numerator) if degrees.denominator == 1 else f"\\frac{{{degrees.numerator}}}{{{degrees.denominator}}}"
+        text = (
+            str(degrees.numerator)
+            if degrees.denominator == 1
+            else f"\\frac{{{degrees.numerator}}}{{{degrees.denominator}}}"
+        )
         return text + "^\\circ"
 
     return _DEGREE_MINUTES.sub(rewrite, answer)
@@ -262,8 +306,14 @@ _MIXED_NUMBER = re.compile(
 def mixed_numbers(answer: str) -> str:
     """Mixed numbers: "3\\frac{1}{8}" -> "\\frac{25}{8}", "-2\\frac{1}{3}" -> "-\\frac{7}{3}" (a whole number
     written against a proper fraction is their sum, as in print; "2\\frac{3}{2}" is left alone)."""
+
     def rewrite(match: re.Match) -> str:
-        sign, whole, numerator, denominator = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+        sign, whole, numerator, denominator = (
+            match.group(1),
+            int(match.group(2)),
+            int(match.group(3)),
+            int(match.group(4)),
+        )
         if not 0 < numerator < denominator:
             return match.group(0)
         return f"{sign}\\frac{{{whole * denominator + numerator}}}{{{denominator}}}"
@@ -277,8 +327,9 @@ def strip_degrees(answer: str) -> str:
     return _DEGREES.sub("", answer)
 
 
-_PERCENT = re.compile(r"(?<=[\d}])\s*(?:\\?%|\\text\{\s*(?:percent|per\s*cent|\\?%)\s*\}|(?:percent|per\s*cent)\b)",
-                      re.IGNORECASE)
+_PERCENT = re.compile(
+    r"(?<=[\d}])\s*(?:\\?%|\\text\{\s*(?:percent|per\s*cent|\\?%)\s*\}|(?:percent|per\s*cent)\b)", re.IGNORECASE
+)
 
 
 def percent_sign(answer: str) -> str:
@@ -327,6 +378,7 @@ def connectives_to_commas(answer: str) -> str:
 
     A text block holding "and"/"or" separates two values; the other words in it are units or labels.
     """
+
     def rewrite(command: str, inner: str, before: str, after: str) -> str:
         if command in WORD_TEXT_COMMANDS and _CONNECTIVE_WORD.search(inner) and before.strip() and after.strip():
             return ", "
@@ -422,7 +474,7 @@ def drop_parameter_domains(answer: str) -> str:
 
 
 def strip_membership(answer: str) -> str:
-    """"x \\in [-2, 7]" -> "[-2, 7]": the variable named before \\in is not part of the answer."""
+    """ "x \\in [-2, 7]" -> "[-2, 7]": the variable named before \\in is not part of the answer."""
     return ", ".join(_MEMBERSHIP.sub("", item) for item in split_top_level(answer))
 
 
@@ -434,6 +486,7 @@ def vectors_to_tuples(answer: str) -> str:
 
     Vector answers are written either way; matrices with several rows and columns stay matrices.
     """
+
     def rewrite(match: re.Match) -> str:
         rows = [r.strip() for r in re.split(r"\\\\", match.group(2)) if r.strip()]
         cells = [[c.strip() for c in row.split("&")] for row in rows]

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 from .latex import encloses_whole, split_top_level, top_level_depths
 
-_VARIABLE = re.compile(r"(?:[A-Za-z]|\\(?:alpha|beta|gamma|theta|lambda|mu|omega|varphi|phi|sigma|tau|rho))(?:_\{?\w+\}?)?")
+_VARIABLE = re.compile(
+    r"(?:[A-Za-z]|\\(?:alpha|beta|gamma|theta|lambda|mu|omega|varphi|phi|sigma|tau|rho))(?:_\{?\w+\}?)?"
+)
 _RELATION = re.compile(r"\\leq|\\geq|\\neq|<|>|=")
 _OR = re.compile(r"\\text\{\s*or\s*\}|\\(?:lor|vee|cup)(?![a-zA-Z])|(?<![A-Za-z\\])or(?![A-Za-z])")
 _AND = re.compile(r"\\text\{\s*and\s*\}|\\(?:land|wedge)(?![a-zA-Z])|(?<![A-Za-z\\])and(?![A-Za-z])")
@@ -91,7 +93,7 @@ def _split(text: str, separator: re.Pattern) -> list[str]:
 
 
 def _conjunction(piece: str, variable: str | None) -> tuple[str, _Bounds] | None:
-    """"x > 1 and x \\leq 4" -> (x, (1, 4]); None when it is not a condition on one variable."""
+    """ "x > 1 and x \\leq 4" -> (x, (1, 4]); None when it is not a condition on one variable."""
     bounds = _Bounds()
     for atom in _split(piece, _AND):
         parsed = _chain(atom, variable)
@@ -124,7 +126,7 @@ def _merge(into: _Bounds, other: _Bounds) -> bool:
 
 
 def _chain(atom: str, variable: str | None) -> tuple[str, _Bounds] | None:
-    """"a < x \\leq b", "x > a", "b \\geq x", "x = c", "x \\neq c" -> (variable, bounds)."""
+    """ "a < x \\leq b", "x > a", "b \\geq x", "x = c", "x \\neq c" -> (variable, bounds)."""
     depths = top_level_depths(atom)
     relations = [m for m in _RELATION.finditer(atom) if depths[m.start()] == 0]
     if not relations or len(relations) > 2:

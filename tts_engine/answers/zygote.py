@@ -132,4 +132,3 @@ class ZygoteClient:
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
         self._listener = self._directory = None
-

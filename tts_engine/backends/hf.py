@@ -23,8 +23,16 @@ class HFBackend(TokenizerMethods):
 
     name = "hf"
 
-    def __init__(self, model, tokenizer=None, *, device: str | None = None, dtype: str | None = None,
-                 max_batch_rows: int = 256, prefix_cache_tokens: int = 262_144):
+    def __init__(
+        self,
+        model,
+        tokenizer=None,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        max_batch_rows: int = 256,
+        prefix_cache_tokens: int = 262_144,
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if max_batch_rows < 1:
@@ -34,7 +42,9 @@ class HFBackend(TokenizerMethods):
         if isinstance(model, (str, Path)):
             path = str(model)
             if not Path(path).exists():
-                raise FileNotFoundError(f"model directory {path!r} does not exist (pass a local Hugging Face checkpoint)")
+                raise FileNotFoundError(
+                    f"model directory {path!r} does not exist (pass a local Hugging Face checkpoint)"
+                )
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
             torch_dtype = getattr(torch, dtype) if dtype else torch.float32
             model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
@@ -64,11 +74,13 @@ class HFBackend(TokenizerMethods):
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
         """`params.n` samples for each prompt, in input order."""
         encoded = [self._encode_prompt(i, p, params.max_new_tokens) for i, p in enumerate(prompts)]
-        rows = sorted(((i, j) for i in range(len(prompts)) for j in range(params.n)),
-                      key=lambda r: (len(encoded[r[0]]), r[0], r[1]))
+        rows = sorted(
+            ((i, j) for i in range(len(prompts)) for j in range(params.n)),
+            key=lambda r: (len(encoded[r[0]]), r[0], r[1]),
+        )
         results: list[list[Sample | None]] = [[None] * params.n for _ in prompts]
         for start in range(0, len(rows), self.max_batch_rows):
-            chunk = rows[start:start + self.max_batch_rows]
+            chunk = rows[start : start + self.max_batch_rows]
             for (i, j), sample in zip(chunk, self._generate_rows(chunk, prompts, encoded, params)):
                 results[i][j] = sample
         return results  # type: ignore[return-value]
@@ -88,10 +100,18 @@ class HFBackend(TokenizerMethods):
         expand = torch.tensor([slot[i] for i, _ in rows], device=self.device)  # (B,)
         cache.batch_select_indices(expand)
         logits, mask = logits[expand], mask[expand]  # (B, V), (B, T)
-        generators = None if params.greedy else [
-            torch.Generator().manual_seed(row_seed(params.seed, prompts[i], j) if params.seed is not None
-                                          else int(torch.randint(0, 1 << 62, ()).item()))
-            for i, j in rows]
+        generators = (
+            None
+            if params.greedy
+            else [
+                torch.Generator().manual_seed(
+                    row_seed(params.seed, prompts[i], j)
+                    if params.seed is not None
+                    else int(torch.randint(0, 1 << 62, ()).item())
+                )
+                for i, j in rows
+            ]
+        )
         budgets = [min(params.max_new_tokens, self.max_model_len - len(encoded[i])) for i, _ in rows]
         samples = self._decode(rows, logits, mask, cache, generators, budgets, params, encoded)
         for sample, (i, _) in zip(samples, rows):
@@ -110,13 +130,14 @@ class HFBackend(TokenizerMethods):
         ids, new_mask = left_pad([s[c:] for s, c in zip(sequences, cached)], self.pad_id)  # (U, R)
         past_mask = torch.zeros((len(sequences), width), dtype=torch.long)  # (U, P)
         for row, c in enumerate(cached):
-            past_mask[row, width - c:] = 1
+            past_mask[row, width - c :] = 1
         mask = torch.cat([past_mask, new_mask], dim=-1).to(self.device)  # (U, P + R)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # (U, R)
         if width:
             kwargs[self._cache_name] = self._padded_cache(hits, width)
-        out = module(input_ids=ids.to(self.device), attention_mask=mask, position_ids=positions, use_cache=True,
-                     **kwargs)
+        out = module(
+            input_ids=ids.to(self.device), attention_mask=mask, position_ids=positions, use_cache=True, **kwargs
+        )
         return out, mask, cached
 
     def _padded_cache(self, hits, width: int):
@@ -130,8 +151,8 @@ class HFBackend(TokenizerMethods):
             values = v0.new_zeros((len(hits), v0.shape[0], width, v0.shape[2]))
             for row, (length, kv) in enumerate(hits):
                 if length:
-                    keys[row, :, width - length:] = kv[layer][0]
-                    values[row, :, width - length:] = kv[layer][1]
+                    keys[row, :, width - length :] = kv[layer][0]
+                    values[row, :, width - length :] = kv[layer][1]
             layers.append((keys.to(self.device), values.to(self.device)))
         return DynamicCache(ddp_cache_data=layers)
 
@@ -140,8 +161,10 @@ class HFBackend(TokenizerMethods):
         real = mask_row.nonzero().squeeze(-1)  # (L,)
         if self.prefix_cache is None or len(real) != len(ids):
             return
-        layers = [(layer.keys[position].index_select(1, real).cpu(), layer.values[position].index_select(1, real).cpu())
-                  for layer in cache.layers]
+        layers = [
+            (layer.keys[position].index_select(1, real).cpu(), layer.values[position].index_select(1, real).cpu())
+            for layer in cache.layers
+        ]
         self.prefix_cache.put(ids, layers)
 
     def cached_prefix_tokens(self, prompts: Sequence[str]) -> list[int]:
@@ -179,11 +202,18 @@ class HFBackend(TokenizerMethods):
                 active = [active[k] for k in keep]
             mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)  # (A, T + 1)
             positions = mask.sum(-1, keepdim=True) - 1  # (A, 1)
-            out = self.model(input_ids=next_tok[:, None], attention_mask=mask, position_ids=positions,
-                             use_cache=True, **{self._cache_name: cache})
+            out = self.model(
+                input_ids=next_tok[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=True,
+                **{self._cache_name: cache},
+            )
             logits = out.logits[:, -1].float()
-        return [self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]))
-                for r, (i, _) in enumerate(rows)]
+        return [
+            self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]))
+            for r, (i, _) in enumerate(rows)
+        ]
 
     def _finish_reason(self, tokens: list[int], budget: int, stop: list[str], window: int) -> str | None:
         if tokens[-1] in self.eos_ids:
@@ -200,8 +230,9 @@ class HFBackend(TokenizerMethods):
             cut = text.find(s)
             if cut >= 0:
                 text = text[:cut]
-        return Sample(text=text, token_ids=tokens, finish_reason=reason, logprobs=logps,
-                      num_prompt_tokens=num_prompt_tokens)
+        return Sample(
+            text=text, token_ids=tokens, finish_reason=reason, logprobs=logps, num_prompt_tokens=num_prompt_tokens
+        )
 
     # --- verifier scoring -------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -212,7 +243,7 @@ class HFBackend(TokenizerMethods):
         hidden = [None] * len(prompts)
         body = self.model.get_decoder()
         for start in range(0, len(order), self.max_batch_rows):
-            part = order[start:start + self.max_batch_rows]
+            part = order[start : start + self.max_batch_rows]
             out, _, _ = self._forward_prompts(body, [encoded[i] for i in part])
             for i, h in zip(part, out.last_hidden_state[:, -1]):
                 hidden[i] = h

@@ -57,12 +57,18 @@ class ServerError(RuntimeError):
 
 
 # --- request building and response parsing (pure) ---------------------------------------------------------
-def build_completion_body(model: str, prompt: str, params: SamplingParams, *, max_tokens: int,
-                          vllm_extensions: bool) -> dict[str, Any]:
+def build_completion_body(
+    model: str, prompt: str, params: SamplingParams, *, max_tokens: int, vllm_extensions: bool
+) -> dict[str, Any]:
     """The JSON body of one prompt's N samples (greedy asks for one: servers refuse n > 1 when greedy)."""
     body: dict[str, Any] = {
-        "model": model, "prompt": prompt, "n": 1 if params.greedy else params.n, "max_tokens": max_tokens,
-        "temperature": params.temperature, "top_p": 1.0 if params.greedy else params.top_p, "logprobs": 1,
+        "model": model,
+        "prompt": prompt,
+        "n": 1 if params.greedy else params.n,
+        "max_tokens": max_tokens,
+        "temperature": params.temperature,
+        "top_p": 1.0 if params.greedy else params.top_p,
+        "logprobs": 1,
     }
     seed = prompt_seed(params.seed, prompt)
     if seed is not None:
@@ -91,9 +97,13 @@ def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str],
     lp = (choice.get("logprobs") or {}).get("token_logprobs") or []
     logprobs = [math.nan if v is None else float(v) for v in lp]
     reason = choice.get("finish_reason")
-    return Sample(text=text, token_ids=[int(t) for t in token_ids],
-                  finish_reason=reason if reason in ("stop", "length") else "length",
-                  logprobs=logprobs, num_prompt_tokens=num_prompt_tokens)
+    return Sample(
+        text=text,
+        token_ids=[int(t) for t in token_ids],
+        finish_reason=reason if reason in ("stop", "length") else "length",
+        logprobs=logprobs,
+        num_prompt_tokens=num_prompt_tokens,
+    )
 
 
 def parse_completion(response: dict, n: int, tokenize: Callable[[str], list[int]]) -> list[Sample]:
@@ -130,8 +140,10 @@ def parse_verdict(response: dict, yes_keys: Sequence[str], no_keys: Sequence[str
     choices = response.get("choices") or []
     tops = ((choices[0].get("logprobs") or {}).get("top_logprobs") or []) if choices else []
     if not tops or tops[0] is None:
-        raise ServerError("the server returned no top log-probs for the verdict step "
-                          "(it must support the completions `logprobs` parameter)")
+        raise ServerError(
+            "the server returned no top log-probs for the verdict step "
+            "(it must support the completions `logprobs` parameter)"
+        )
     logp_yes, exact_yes = token_logprob_or_bound(tops[0], yes_keys)
     logp_no, exact_no = token_logprob_or_bound(tops[0], no_keys)
     return logp_yes, logp_no, exact_yes and exact_no
@@ -145,7 +157,7 @@ def retry_delay(attempt: int, backoff: float, max_backoff: float, retry_after: s
             return min(float(retry_after), max_backoff)
         except ValueError:
             pass
-    return min(backoff * 2 ** attempt, max_backoff) * random.uniform(0.5, 1.0)
+    return min(backoff * 2**attempt, max_backoff) * random.uniform(0.5, 1.0)
 
 
 # --- HTTP ----------------------------------------------------------------------------------------------------
@@ -160,8 +172,17 @@ class _Transient(Exception):
 class HttpClient:
     """JSON over HTTP with retries, backoff and a per-request timeout."""
 
-    def __init__(self, base_url: str, api_key: str | None, model: str, *, timeout: float, max_retries: int,
-                 backoff: float, max_backoff: float):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        *,
+        timeout: float,
+        max_retries: int,
+        backoff: float,
+        max_backoff: float,
+    ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.model = model
@@ -181,8 +202,10 @@ class HttpClient:
                 return self._once(path, body)
             except _Transient as err:
                 if attempt == self.max_retries:
-                    raise ServerError(f"{self.url(path)} failed after {attempt + 1} attempts: {err} "
-                                      "(is the server up and the timeout long enough?)") from err
+                    raise ServerError(
+                        f"{self.url(path)} failed after {attempt + 1} attempts: {err} "
+                        "(is the server up and the timeout long enough?)"
+                    ) from err
                 delay = retry_delay(attempt, self.backoff, self.max_backoff, err.retry_after)
                 log.warning("%s: %s; retry %d/%d in %.2fs", path, err, attempt + 1, self.max_retries, delay)
                 time.sleep(delay)
@@ -193,8 +216,9 @@ class HttpClient:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url(path), data=data, headers=headers,
-                                     method="GET" if body is None else "POST")
+        req = urllib.request.Request(
+            self.url(path), data=data, headers=headers, method="GET" if body is None else "POST"
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read())
@@ -210,12 +234,18 @@ class HttpClient:
         if err.code in RETRY_STATUSES:
             return _Transient(f"HTTP {err.code}: {detail}", err.headers.get("Retry-After"))
         if err.code in (401, 403):
-            return ServerError(f"{self.url(path)} refused the API key (HTTP {err.code}: {detail}); pass the "
-                               "server's key as api_key or set OPENAI_API_KEY", err.code)
+            return ServerError(
+                f"{self.url(path)} refused the API key (HTTP {err.code}: {detail}); pass the "
+                "server's key as api_key or set OPENAI_API_KEY",
+                err.code,
+            )
         if err.code == 404:
-            return ServerError(f"{self.url(path)} answered 404 ({detail}): model {self.model!r} is not served "
-                               f"there, or the base URL is wrong; check the names at {self.url('/v1/models')} and "
-                               "that base_url is the server's root or ends with /v1", err.code)
+            return ServerError(
+                f"{self.url(path)} answered 404 ({detail}): model {self.model!r} is not served "
+                f"there, or the base URL is wrong; check the names at {self.url('/v1/models')} and "
+                "that base_url is the server's root or ends with /v1",
+                err.code,
+            )
         return ServerError(f"{self.url(path)} rejected the request (HTTP {err.code}: {detail})", err.code)
 
 
@@ -236,11 +266,22 @@ class OpenAIBackend:
 
     name = "openai"
 
-    def __init__(self, *, model: str, base_url: str | None = None, api_key: str | None = None,
-                 tokenizer: str | None = None, max_concurrency: int = 16, timeout: float = 600.0,
-                 max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 30.0,
-                 max_model_len: int | None = None, num_parameters: int | None = None,
-                 vllm_extensions: bool = True):
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        tokenizer: str | None = None,
+        max_concurrency: int = 16,
+        timeout: float = 600.0,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        max_model_len: int | None = None,
+        num_parameters: int | None = None,
+        vllm_extensions: bool = True,
+    ):
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
@@ -249,13 +290,22 @@ class OpenAIBackend:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
         self.model = str(model)
-        self.client = HttpClient(base_url, api_key or os.environ.get("OPENAI_API_KEY"), self.model,
-                                 timeout=timeout, max_retries=max_retries, backoff=backoff,
-                                 max_backoff=max_backoff)
+        self.client = HttpClient(
+            base_url,
+            api_key or os.environ.get("OPENAI_API_KEY"),
+            self.model,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
         self.max_concurrency = max_concurrency
         self.vllm_extensions = vllm_extensions
-        tokenizer = tokenizer or os.environ.get("TTS_OPENAI_TOKENIZER") or \
-            (self.model if (Path(self.model) / "config.json").is_file() else None)
+        tokenizer = (
+            tokenizer
+            or os.environ.get("TTS_OPENAI_TOKENIZER")
+            or (self.model if (Path(self.model) / "config.json").is_file() else None)
+        )
         self.tokenizer_path = tokenizer
         self.tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
         self._max_model_len = max_model_len
@@ -325,9 +375,11 @@ class OpenAIBackend:
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
         """`params.n` samples for each prompt, in input order: one request per prompt."""
+
         def one(index: int, prompt: str) -> list[Sample]:
-            body = build_completion_body(self.model, prompt, params, max_tokens=params.max_new_tokens,
-                                         vllm_extensions=self.vllm_extensions)
+            body = build_completion_body(
+                self.model, prompt, params, max_tokens=params.max_new_tokens, vllm_extensions=self.vllm_extensions
+            )
             return parse_completion(self._post(index, prompt, body), params.n, self.encode)
 
         return self._map(one, list(prompts))
@@ -344,8 +396,12 @@ class OpenAIBackend:
         results = self._map(one, list(prompts))
         bounded = sum(1 for *_, exact in results if not exact)
         if bounded:
-            log.warning("%d of %d verdicts had Yes/No outside the server's top %d log-probs: upper bound used",
-                        bounded, len(results), TOP_LOGPROBS)
+            log.warning(
+                "%d of %d verdicts had Yes/No outside the server's top %d log-probs: upper bound used",
+                bounded,
+                len(results),
+                TOP_LOGPROBS,
+            )
         return [(ly, ln) for ly, ln, _ in results]
 
     def _token_keys(self, token_id: int) -> list[str]:

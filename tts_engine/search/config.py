@@ -65,8 +65,10 @@ class SearchConfig:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an integer >= 1, got {n!r}")
         if n % self.beam_width:
-            raise ValueError(f"{strategy}: n must be a multiple of beam_width, got n={n}, beam_width={self.beam_width} "
-                             f"(try --n {max(self.beam_width, n - n % self.beam_width)})")
+            raise ValueError(
+                f"{strategy}: n must be a multiple of beam_width, got n={n}, beam_width={self.beam_width} "
+                f"(try --n {max(self.beam_width, n - n % self.beam_width)})"
+            )
 
     def rank(self, step_scores: list[float]) -> float:
         """The score that ranks a candidate (0 for a candidate with no step yet)."""

@@ -61,14 +61,29 @@ class Node:
     kept: bool = False
 
     def sample(self) -> Sample:
-        return Sample(text=self.path_text, token_ids=self.token_ids, finish_reason=self.finish_reason or "length",
-                      logprobs=self.logprobs, num_prompt_tokens=self.num_prompt_tokens)
+        return Sample(
+            text=self.path_text,
+            token_ids=self.token_ids,
+            finish_reason=self.finish_reason or "length",
+            logprobs=self.logprobs,
+            num_prompt_tokens=self.num_prompt_tokens,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "parent": self.parent, "group": self.group, "round": self.round, "step": self.step,
-                "step_scores": [round(s, 6) for s in self.step_scores], "score": round(self.rank_score, 6),
-                "finished": self.finished, "finish_reason": self.finish_reason, "kept": self.kept,
-                "num_tokens": len(self.token_ids), **({"lookahead": self.lookahead} if self.lookahead else {})}
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "group": self.group,
+            "round": self.round,
+            "step": self.step,
+            "step_scores": [round(s, 6) for s in self.step_scores],
+            "score": round(self.rank_score, 6),
+            "finished": self.finished,
+            "finish_reason": self.finish_reason,
+            "kept": self.kept,
+            "num_tokens": len(self.token_ids),
+            **({"lookahead": self.lookahead} if self.lookahead else {}),
+        }
 
 
 @dataclass
@@ -104,8 +119,14 @@ class Tree:
         return all(g.done for g in self.groups)
 
     def add(self, parent: Node, group: int, round_index: int, **kw) -> Node:
-        node = Node(id=len(self.nodes), parent=parent.id, group=group, round=round_index,
-                    num_prompt_tokens=parent.num_prompt_tokens, **kw)
+        node = Node(
+            id=len(self.nodes),
+            parent=parent.id,
+            group=group,
+            round=round_index,
+            num_prompt_tokens=parent.num_prompt_tokens,
+            **kw,
+        )
         self.nodes.append(node)
         return node
 
@@ -113,7 +134,7 @@ class Tree:
         """Each group's `target` best finished beams (by rank score, ties by creation order), in node order."""
         chosen = []
         for g in self.groups:
-            chosen += sorted(g.finished, key=lambda x: (-x.rank_score, x.id))[:g.plan.target]
+            chosen += sorted(g.finished, key=lambda x: (-x.rank_score, x.id))[: g.plan.target]
         return sorted(chosen, key=lambda x: x.id)
 
 
@@ -142,12 +163,17 @@ class Search:
         for n, keys in sorted(by_n.items()):
             prompts = [trees[t].prompt + prefix for t, prefix in keys]
             budget = max(self.params.max_new_tokens - len(requests[k][0][2].token_ids) for k in keys)
-            step = replace(self.params, n=n, max_new_tokens=max(1, budget), stop=[] if last else [self.delimiter],
-                           seed=derive_seed(self.params.seed, "search", round_index))
+            step = replace(
+                self.params,
+                n=n,
+                max_new_tokens=max(1, budget),
+                stop=[] if last else [self.delimiter],
+                seed=derive_seed(self.params.seed, "search", round_index),
+            )
             for key, row in zip(keys, self._generate(prompts, step, [trees[t].problem for t, _ in keys])):
                 tree, offset = trees[key[0]], 0
                 for g, count, parent in requests[key]:
-                    for sample in row[offset:offset + count]:
+                    for sample in row[offset : offset + count]:
                         children.append((tree, self._child(tree, parent, g, round_index, sample, last)))
                     offset += count
         return children
@@ -169,16 +195,27 @@ class Search:
             text = self.backend.decode(ids).split(self.delimiter)[0]
         at_delimiter = not last and reason == "stop" and self.delimiter in self.backend.decode(ids)
         token_ids, logps = parent.token_ids + list(ids), parent.logprobs + list(logprobs)
-        out_of_room = (len(token_ids) >= self.params.max_new_tokens
-                       or parent.num_prompt_tokens + len(token_ids) + 1 >= self.backend.max_model_len)
+        out_of_room = (
+            len(token_ids) >= self.params.max_new_tokens
+            or parent.num_prompt_tokens + len(token_ids) + 1 >= self.backend.max_model_len
+        )
         finished = not at_delimiter or not text.strip() or out_of_room
         steps = parent.steps + [s.strip() for s in text.split(self.delimiter) if s.strip()]
         path = parent.path_text + text + ("" if finished else self.delimiter)
         if finished and at_delimiter and out_of_room:
             reason = "length"
-        return tree.add(parent, group, round_index, step=text.strip(), path_text=path, steps=steps,
-                        token_ids=token_ids, logprobs=logps, finished=finished,
-                        finish_reason=reason if finished else None)
+        return tree.add(
+            parent,
+            group,
+            round_index,
+            step=text.strip(),
+            path_text=path,
+            steps=steps,
+            token_ids=token_ids,
+            logprobs=logps,
+            finished=finished,
+            finish_reason=reason if finished else None,
+        )
 
     def look_ahead(self, children: list[tuple[Tree, Node]]) -> None:
         """k greedy steps past each unfinished child, recorded for scoring only (their tokens are counted)."""
@@ -188,14 +225,19 @@ class Search:
             todo = [item for item in todo if len(item[2]) < 4 * self.params.max_new_tokens]
             if not todo:
                 return
-            rows = self._generate([tree.prompt + text for tree, _, text in todo], greedy, [t.problem for t, _, _ in todo])
+            rows = self._generate(
+                [tree.prompt + text for tree, _, text in todo], greedy, [t.problem for t, _, _ in todo]
+            )
             still = []
             for (tree, node, text), (sample,) in zip(todo, rows):
                 tree.generated_tokens += sample.num_tokens
                 if sample.text.strip():
                     node.lookahead.append(sample.text.strip())
-                if sample.finish_reason == "stop" and self.delimiter in self.backend.decode(sample.token_ids) \
-                        and sample.text.strip():
+                if (
+                    sample.finish_reason == "stop"
+                    and self.delimiter in self.backend.decode(sample.token_ids)
+                    and sample.text.strip()
+                ):
                     still.append((tree, node, text + sample.text + self.delimiter))
             todo = still
 
@@ -204,10 +246,11 @@ class Search:
         scored = [(tree, node) for tree, node in children if node.steps]
         if not scored:
             return
-        results = self.scorer.score_batch([tree.problem.text for tree, _ in scored],
-                                          [node.steps + node.lookahead for _, node in scored])
+        results = self.scorer.score_batch(
+            [tree.problem.text for tree, _ in scored], [node.steps + node.lookahead for _, node in scored]
+        )
         for (tree, node), result in zip(scored, results):
-            node.step_scores = [float(s) for s in result.scores[:len(node.steps)]]
+            node.step_scores = [float(s) for s in result.scores[: len(node.steps)]]
             node.rank_score = self.config.rank([float(s) for s in result.scores])
             tree.verifier_tokens += result.tokens
 
@@ -286,8 +329,10 @@ def step_verdict(node: Node) -> SampleScore:
     """A finished beam's step scores as the record's score kinds (0 for a beam with no step)."""
     from ..verifiers.process import aggregate_steps
 
-    scores = {f"step_{how}": (aggregate_steps(node.step_scores, how) if node.step_scores else 0.0)
-              for how in STEP_AGGREGATIONS}
+    scores = {
+        f"step_{how}": (aggregate_steps(node.step_scores, how) if node.step_scores else 0.0)
+        for how in STEP_AGGREGATIONS
+    }
     return SampleScore(scores, 0, "ok" if node.step_scores else "no_step")
 
 
@@ -295,16 +340,29 @@ def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_blo
     """The engine's records over each tree's finished beams, with compute and the tree filled in."""
     chosen = [tree.results() for tree in trees]
     with _verifier(engine, _StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen])):
-        records = engine.score_samples([t.problem for t in trees], [t.prompt for t in trees],
-                                       [[n.sample() for n in nodes] for nodes in chosen], params)
+        records = engine.score_samples(
+            [t.problem for t in trees],
+            [t.prompt for t in trees],
+            [[n.sample() for n in nodes] for nodes in chosen],
+            params,
+        )
     for tree, nodes, record in zip(trees, chosen, records):
         for sample, node in zip(record["samples"], nodes):
-            sample.update({"steps": node.steps, "step_scores": [round(s, 6) for s in node.step_scores],
-                           "node": node.id})
-        record["compute"].update({"generated_tokens": tree.generated_tokens, "verifier_tokens": tree.verifier_tokens,
-                                  "final_tokens": sum(len(n.token_ids) for n in nodes)})
-        record["search"] = {"strategy": run_block["search"]["strategy"], "rounds": tree.rounds,
-                            "nodes": [n.to_json() for n in tree.nodes]}
+            sample.update(
+                {"steps": node.steps, "step_scores": [round(s, 6) for s in node.step_scores], "node": node.id}
+            )
+        record["compute"].update(
+            {
+                "generated_tokens": tree.generated_tokens,
+                "verifier_tokens": tree.verifier_tokens,
+                "final_tokens": sum(len(n.token_ids) for n in nodes),
+            }
+        )
+        record["search"] = {
+            "strategy": run_block["search"]["strategy"],
+            "rounds": tree.rounds,
+            "nodes": [n.to_json() for n in tree.nodes],
+        }
         record["run"] = run_block
         record["time_s"] = round(tree.time_s, 4)
     return records
@@ -320,8 +378,14 @@ def default_delimiter(engine) -> str:
         return DEFAULT_DELIMITER
 
 
-def step_scorer_for(engine, delimiter: str, *, verifier_kind: str | None = None, verifier_model: str | None = None,
-                    prm_format: str | None = None):
+def step_scorer_for(
+    engine,
+    delimiter: str,
+    *,
+    verifier_kind: str | None = None,
+    verifier_model: str | None = None,
+    prm_format: str | None = None,
+):
     """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
     (process: its step verdicts; unified: its verdict on each step prefix, in the engine's score_norm)."""
     from ..prompts import build_prompt
@@ -334,17 +398,30 @@ def step_scorer_for(engine, delimiter: str, *, verifier_kind: str | None = None,
         return load_prm(verifier_model, prm_format, device=device)
     prompt_for = lambda text: build_prompt(engine.prompt_config, text, engine.backend)  # noqa: E731
     if engine.verifier is None:
-        raise ValueError("step-level search needs a step scorer: use the unified or process verifier, or "
-                         "--verifier-kind prm --verifier-model PATH")
+        raise ValueError(
+            "step-level search needs a step scorer: use the unified or process verifier, or "
+            "--verifier-kind prm --verifier-model PATH"
+        )
     if engine.verifier.name == "process":
         return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
     return UnifiedStepScorer(engine.verifier, prompt_for, delimiter, kind=f"verifier_{engine.score_norm}")
 
 
-def solve_search(engine, problems: Sequence[Problem], strategy: str = "beam", config: SearchConfig | None = None, *,
-                 n: int = 16, temperature: float = 0.8, top_p: float = 1.0, max_new_tokens: int = 256,
-                 seed: int | None = 0, scorer=None, out: str | Path | None = None,
-                 progress: bool = True) -> list[dict[str, Any]]:
+def solve_search(
+    engine,
+    problems: Sequence[Problem],
+    strategy: str = "beam",
+    config: SearchConfig | None = None,
+    *,
+    n: int = 16,
+    temperature: float = 0.8,
+    top_p: float = 1.0,
+    max_new_tokens: int = 256,
+    seed: int | None = 0,
+    scorer=None,
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """Beam search or DVTS over `problems` with N beams; records in input order, written to `out` as each
     problem finishes (problems already in `out` are read back, not searched again).
 
@@ -358,22 +435,34 @@ def solve_search(engine, problems: Sequence[Problem], strategy: str = "beam", co
     config.check_n(n, strategy)
     delimiter = config.step_delimiter or default_delimiter(engine)
     scorer = scorer or step_scorer_for(engine, delimiter, prm_format=config.prm_format)
-    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
-                            stop=list(engine.prompt_config.stop))
-    run_block = {**engine.run_info(params), "verifier": getattr(scorer, "name", type(scorer).__name__),
-                 "search": {"strategy": strategy, **asdict(config), "step_delimiter": delimiter}}
+    params = SamplingParams(
+        n=n,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+        stop=list(engine.prompt_config.stop),
+    )
+    run_block = {
+        **engine.run_info(params),
+        "verifier": getattr(scorer, "name", type(scorer).__name__),
+        "search": {"strategy": strategy, **asdict(config), "step_delimiter": delimiter},
+    }
     search = Search(engine.backend, scorer, config, params, delimiter)
     writer = ResultsWriter(out) if out is not None else None
     done = dict(writer.existing) if writer else {}
     todo = [p for p in problems if p.id not in done]
     if done:
         log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(todo), len(problems))
-    bar = tqdm(total=len(problems), initial=len(problems) - len(todo), desc=strategy, unit="problem",
-               disable=not progress)
+    bar = tqdm(
+        total=len(problems), initial=len(problems) - len(todo), desc=strategy, unit="problem", disable=not progress
+    )
     try:
         per_chunk = max(1, ROWS_PER_CHUNK // n)
         for start in range(0, len(todo), per_chunk):
-            trees = new_trees(engine, todo[start:start + per_chunk], SEARCH_STRATEGIES[strategy](n, config.beam_width))
+            trees = new_trees(
+                engine, todo[start : start + per_chunk], SEARCH_STRATEGIES[strategy](n, config.beam_width)
+            )
             for tree in run_rounds(search, trees):
                 (record,) = build_records(engine, [tree], params, run_block)
                 done[record["id"]] = record
@@ -391,7 +480,15 @@ def new_trees(engine, problems: Sequence[Problem], plans: list[GroupPlan]) -> li
     prompts = engine.prompts(problems)
     trees = []
     for problem, prompt in zip(problems, prompts):
-        root = Node(id=0, parent=None, group=-1, round=-1, step="", path_text="", steps=[],
-                    num_prompt_tokens=len(engine.backend.encode(prompt)))
+        root = Node(
+            id=0,
+            parent=None,
+            group=-1,
+            round=-1,
+            step="",
+            path_text="",
+            steps=[],
+            num_prompt_tokens=len(engine.backend.encode(prompt)),
+        )
         trees.append(Tree(problem, prompt, [Group(plan, [root]) for plan in plans], [root]))
     return trees

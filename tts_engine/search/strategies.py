@@ -33,8 +33,10 @@ def beam_groups(n: int, beam_width: int) -> list[GroupPlan]:
 
 
 def dvts_groups(n: int, beam_width: int) -> list[GroupPlan]:
-    return [GroupPlan(root_children=beam_width, keep=1, branch=beam_width, target=beam_width)
-            for _ in range(n // beam_width)]
+    return [
+        GroupPlan(root_children=beam_width, keep=1, branch=beam_width, target=beam_width)
+        for _ in range(n // beam_width)
+    ]
 
 
 SEARCH_STRATEGIES: dict[str, Callable[[int, int], list[GroupPlan]]] = {"beam": beam_groups, "dvts": dvts_groups}

@@ -5,5 +5,16 @@ from .likelihood import likelihood_score
 from .process import ProcessSampleScore, ProcessVerifier, parse_verification
 from .unified import SCORE_NORMS, CheckingVerifier, UnifiedVerifier, make_unified_verifier, yes_no_scores
 
-__all__ = ["SampleScore", "Verifier", "UnifiedVerifier", "CheckingVerifier", "make_unified_verifier", "ProcessVerifier", "ProcessSampleScore",
-           "parse_verification", "likelihood_score", "yes_no_scores", "SCORE_NORMS"]
+__all__ = [
+    "SampleScore",
+    "Verifier",
+    "UnifiedVerifier",
+    "CheckingVerifier",
+    "make_unified_verifier",
+    "ProcessVerifier",
+    "ProcessSampleScore",
+    "parse_verification",
+    "likelihood_score",
+    "yes_no_scores",
+    "SCORE_NORMS",
+]

@@ -25,5 +25,6 @@ class Verifier(Protocol):
     kinds: tuple[str, ...]
     """The score kinds this verifier produces (keys of SampleScore.scores)."""
 
-    def score(self, questions: Sequence[str], prompts: Sequence[str],
-              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]: ...
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[SampleScore]]: ...

@@ -125,8 +125,9 @@ class PRMFormat(BatchedScorer):
 
     # --- shared machinery ------------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, path: str | Path, *, device: str | None = None, dtype: str | None = None,
-                        max_batch: int = 16) -> "PRMFormat":
+    def from_pretrained(
+        cls, path: str | Path, *, device: str | None = None, dtype: str | None = None, max_batch: int = 16
+    ) -> "PRMFormat":
         import torch
         from transformers import AutoTokenizer
 
@@ -152,14 +153,16 @@ class PRMFormat(BatchedScorer):
             _check_steps(row)
             ids, positions = self.encode(problem, row)
             if len(positions) != len(row):
-                raise ValueError(f"{self.name} PRM: found {len(positions)} step positions for {len(row)} steps "
-                                 "(a step text contains the format's separator?)")
+                raise ValueError(
+                    f"{self.name} PRM: found {len(positions)} step positions for {len(row)} steps "
+                    "(a step text contains the format's separator?)"
+                )
             encoded.append((ids, positions))
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         result: list[StepScores | None] = [None] * len(encoded)
         with torch.inference_mode():
             for start in range(0, len(order), self.max_batch):
-                part = order[start:start + self.max_batch]
+                part = order[start : start + self.max_batch]
                 ids, mask = _right_pad([encoded[i][0] for i in part], self.pad_id)  # (B, T)
                 probs = self.step_probs(ids.to(self.device), mask.to(self.device)).float().cpu()  # (B, T)
                 for row, i in enumerate(part):
@@ -176,8 +179,8 @@ def _right_pad(sequences: list[list[int]], pad_id: int):
     ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(sequences), width), dtype=torch.long)
     for row, seq in enumerate(sequences):
-        ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[row, :len(seq)] = 1
+        ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[row, : len(seq)] = 1
     return ids, mask
 
 
@@ -209,8 +212,11 @@ class QwenPRM(PRMFormat):
         self.sep_id = self.tokenizer.convert_tokens_to_ids(self.separator)
 
     def encode(self, problem, steps):
-        messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": problem},
-                    {"role": "assistant", "content": self.separator.join(steps) + self.separator}]
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": problem},
+            {"role": "assistant", "content": self.separator.join(steps) + self.separator},
+        ]
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         return ids, [i for i, t in enumerate(ids) if t == self.sep_id]
@@ -282,8 +288,10 @@ class RLHFlowPRM(PRMFormat):
         text = self.tokenizer.apply_chat_template(conversation, tokenize=False)
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if any(p + 1 >= len(ids) or ids[p + 1] != self.good for p in positions):
-            raise ValueError("rlhflow PRM: the chat template does not put the assistant's '+' right after the "
-                             "generation prompt; this tokenizer is not in the rlhflow format")
+            raise ValueError(
+                "rlhflow PRM: the chat template does not put the assistant's '+' right after the "
+                "generation prompt; this tokenizer is not in the rlhflow format"
+            )
         return ids, positions
 
     def step_probs(self, ids, mask):
@@ -325,7 +333,7 @@ def _value_head_weights(path: str) -> dict[str, Any]:
         with safe_open(str(file), framework="pt") as f:
             for key in f.keys():
                 if key.startswith("v_head."):
-                    found[key[len("v_head."):]] = f.get_tensor(key)
+                    found[key[len("v_head.") :]] = f.get_tensor(key)
     return found
 
 
@@ -359,12 +367,13 @@ class SkyworkPRM(PRMFormat):
 
         head_weights = _value_head_weights(path)
         if "summary.weight" not in head_weights:
-            raise ValueError(f"{path}: no value head (v_head.summary.weight) in the safetensors files; "
-                             "the skywork format needs one")
+            raise ValueError(
+                f"{path}: no value head (v_head.summary.weight) in the safetensors files; the skywork format needs one"
+            )
         body = AutoModel.from_pretrained(path, dtype=dtype)
         weight = head_weights["summary.weight"]
         head = torch.nn.Linear(weight.shape[1], 1, bias="summary.bias" in head_weights)
-        head.load_state_dict({k[len("summary."):]: v for k, v in head_weights.items() if k.startswith("summary.")})
+        head.load_state_dict({k[len("summary.") :]: v for k, v in head_weights.items() if k.startswith("summary.")})
         return ValueHeadModel(body, head.to(dtype))
 
     @classmethod
@@ -387,8 +396,10 @@ def detect_prm_format(path: str | Path, tokenizer=None) -> str:
     for name in detection_order():
         if PRM_FORMATS[name].matches(config, tokenizer):
             return name
-    raise ValueError(f"{path}: cannot tell the PRM format from its config (architectures "
-                     f"{config.get('architectures')}); pass prm_format (--prm-format) as one of {sorted(PRM_FORMATS)}")
+    raise ValueError(
+        f"{path}: cannot tell the PRM format from its config (architectures "
+        f"{config.get('architectures')}); pass prm_format (--prm-format) as one of {sorted(PRM_FORMATS)}"
+    )
 
 
 DETECTION_FIRST = ("qwen_prm", "skywork", "math_shepherd", "rlhflow")
@@ -406,8 +417,14 @@ def check_prm_format(name: str) -> str:
     return name
 
 
-def load_prm(path: str | Path, prm_format: str | None = None, *, device: str | None = None,
-             dtype: str | None = None, max_batch: int = 16) -> PRMFormat:
+def load_prm(
+    path: str | Path,
+    prm_format: str | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    max_batch: int = 16,
+) -> PRMFormat:
     """A PRM checkpoint served in its format (`prm_format`, else detected from the checkpoint)."""
     name = check_prm_format(prm_format) if prm_format else detect_prm_format(path)
     return PRM_FORMATS[name].from_pretrained(path, device=device, dtype=dtype, max_batch=max_batch)
@@ -427,8 +444,9 @@ class ProcessStepScorer(BatchedScorer):
     def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
         self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
         params = getattr(verifier, "params", None)
-        self.cache: dict[tuple[str, tuple[str, ...]], StepScores] | None = \
+        self.cache: dict[tuple[str, tuple[str, ...]], StepScores] | None = (
             {} if params is not None and params.greedy else None
+        )
         """With a greedy verifier a (problem, steps) pair always gets the same verdicts: each is scored once
         (a search meets the same partial solution many times); a cached answer costs no tokens."""
 
@@ -453,8 +471,9 @@ class ProcessStepScorer(BatchedScorer):
         if not keys:
             return []
         problems = [p for p, _ in keys]
-        scored = self.verifier.score(problems, [self.prompt_for(p) for p in problems],
-                                     [[self.delimiter.join(row)] for _, row in keys])
+        scored = self.verifier.score(
+            problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
+        )
         result = []
         for (_, row), (verdict,) in zip(keys, scored):
             step_scores = getattr(verdict, "step_scores", None)
@@ -476,8 +495,9 @@ class UnifiedStepScorer(BatchedScorer):
 
     name = "unified"
 
-    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n",
-                 kind: str = "verifier_yes_no"):
+    def __init__(
+        self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n", kind: str = "verifier_yes_no"
+    ):
         if kind not in verifier.kinds:
             raise ValueError(f"kind must be one of {verifier.kinds}, got {kind!r}")
         self.verifier, self.prompt_for, self.delimiter, self.kind = verifier, prompt_for, delimiter, kind

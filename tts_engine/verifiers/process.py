@@ -128,8 +128,10 @@ def render_verification(steps: list[bool], final: bool, form: str = "compact") -
     if form == "tango":
         word = lambda ok: "CORRECT" if ok else "INCORRECT"  # noqa: E731
         body = "".join(f"<step>Step {k + 1} is \\boxed{{{word(ok)}}}</step>" for k, ok in enumerate(steps))
-        return (f"<step_verification>{body}</step_verification>\n"
-                f"<final_verification>\\boxed{{{word(final)}}}</final_verification>")
+        return (
+            f"<step_verification>{body}</step_verification>\n"
+            f"<final_verification>\\boxed{{{word(final)}}}</final_verification>"
+        )
     raise ValueError(f"form must be one of {FORMS}, got {form!r}")
 
 
@@ -139,7 +141,7 @@ def verdict_prefix(text: str, parsed: ParsedVerification, form: str) -> tuple[st
     Without a verdict in the output, the verdict prompt is appended to the output so a score can still be read.
     """
     if parsed.verdict_offset is not None:
-        return text[:parsed.verdict_offset], False
+        return text[: parsed.verdict_offset], False
     prefix = COMPACT_VERDICT_PREFIX if form == "compact" else TANGO_VERDICT_PREFIX
     return text.rstrip() + "\n" + prefix, True
 
@@ -147,10 +149,12 @@ def verdict_prefix(text: str, parsed: ParsedVerification, form: str) -> tuple[st
 # --- serving -----------------------------------------------------------------------------------------------
 AGGREGATIONS = ("final", "min", "prod", "mean", "last")
 STEP_SCORE_MODES = ("sampled", "exact")
-PROCESS_INSTRUCTION = ("Verify the solution step by step. For each step, explain and end with \\boxed{CORRECT} or "
-                       "\\boxed{INCORRECT} inside <step>...</step>, all inside <step_verification>...</step_verification>; "
-                       "then give <final_verification>\\boxed{CORRECT}</final_verification> or "
-                       "<final_verification>\\boxed{INCORRECT}</final_verification>.")
+PROCESS_INSTRUCTION = (
+    "Verify the solution step by step. For each step, explain and end with \\boxed{CORRECT} or "
+    "\\boxed{INCORRECT} inside <step>...</step>, all inside <step_verification>...</step_verification>; "
+    "then give <final_verification>\\boxed{CORRECT}</final_verification> or "
+    "<final_verification>\\boxed{INCORRECT}</final_verification>."
+)
 
 
 @dataclass
@@ -184,12 +188,17 @@ def aggregate_steps(step_scores: list[float], how: str) -> float:
     raise ValueError(f"step aggregation must be one of {AGGREGATIONS[1:]}, got {how!r}")
 
 
-def build_process_prompt(config: PromptConfig, problem: str, prompt: str, solution: str, form: str,
-                         backend=None) -> str:
+def build_process_prompt(
+    config: PromptConfig, problem: str, prompt: str, solution: str, form: str, backend=None
+) -> str:
     """prompt + solution + the step-checking request (a new user turn for chat models, in Tango's form)."""
     if config.use_chat_template and backend is not None:
-        messages = [{"role": "system", "content": config.system_prompt}, {"role": "user", "content": problem},
-                    {"role": "assistant", "content": solution}, {"role": "user", "content": PROCESS_INSTRUCTION}]
+        messages = [
+            {"role": "system", "content": config.system_prompt},
+            {"role": "user", "content": problem},
+            {"role": "assistant", "content": solution},
+            {"role": "user", "content": PROCESS_INSTRUCTION},
+        ]
         chat = backend.apply_chat_template(messages)
         if chat is not None:
             return chat
@@ -219,9 +228,18 @@ class ProcessVerifier:
     name = "process"
     kinds = ("process", "process_final", "process_min", "process_prod", "process_mean", "process_last")
 
-    def __init__(self, backend, prompt_config: PromptConfig | None = None, *, form: str = "compact",
-                 aggregation: str = "final", temperature: float = 0.0, max_new_tokens: int = 96,
-                 seed: int | None = 0, step_scores: str = "sampled"):
+    def __init__(
+        self,
+        backend,
+        prompt_config: PromptConfig | None = None,
+        *,
+        form: str = "compact",
+        aggregation: str = "final",
+        temperature: float = 0.0,
+        max_new_tokens: int = 96,
+        seed: int | None = 0,
+        step_scores: str = "sampled",
+    ):
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
         if aggregation not in AGGREGATIONS:
@@ -239,25 +257,33 @@ class ProcessVerifier:
         self.mark_ids = tuple(backend.encode(m)[0] for m in marks)
 
     def prompts(self, questions, prompts, outputs) -> list[str]:
-        return [build_process_prompt(self.config, q, p, o, self.form, self.backend)
-                for q, p, outs in zip(questions, prompts, outputs) for o in outs]
+        return [
+            build_process_prompt(self.config, q, p, o, self.form, self.backend)
+            for q, p, outs in zip(questions, prompts, outputs)
+            for o in outs
+        ]
 
-    def score(self, questions: Sequence[str], prompts: Sequence[str],
-              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[SampleScore]]:
         flat_prompts = self.prompts(questions, prompts, outputs)
         solutions = [o for outs in outputs for o in outs]
         # A verification prompt that leaves no room for the verdict scores 0 ("too_long"), never fails the batch.
         room = self.backend.max_model_len - self.params.max_new_tokens
         fits = [k for k, fp in enumerate(flat_prompts) if len(self.backend.encode(fp)) < room]
-        generated = [row[0] for row in self.backend.generate([flat_prompts[k] for k in fits], self.params)] \
-            if fits else []
-        done = dict(zip(fits, self.score_generated([flat_prompts[k] for k in fits], [solutions[k] for k in fits],
-                                                   generated)))
-        scored = [done.get(k) or ProcessSampleScore({kind: 0.0 for kind in self.kinds}, 0, "too_long")
-                  for k in range(len(flat_prompts))]
+        generated = (
+            [row[0] for row in self.backend.generate([flat_prompts[k] for k in fits], self.params)] if fits else []
+        )
+        done = dict(
+            zip(fits, self.score_generated([flat_prompts[k] for k in fits], [solutions[k] for k in fits], generated))
+        )
+        scored = [
+            done.get(k) or ProcessSampleScore({kind: 0.0 for kind in self.kinds}, 0, "too_long")
+            for k in range(len(flat_prompts))
+        ]
         result, start = [], 0
         for outs in outputs:
-            result.append(scored[start:start + len(outs)])
+            result.append(scored[start : start + len(outs)])
             start += len(outs)
         return result
 
@@ -265,8 +291,13 @@ class ProcessVerifier:
         """Scores of already generated verifications (backend Samples), one per (prompt, solution)."""
         parsed = [parse_verification(g.text, len(split_steps(s))) for g, s in zip(generated, solutions)]
         prefixes = [verdict_prefix(g.text, p, self.form) for g, p in zip(generated, parsed)]
-        final = self.backend.yes_no_logprobs([fp + pre for fp, (pre, _) in zip(flat_prompts, prefixes)],
-                                             self.yes_id, self.no_id) if flat_prompts else []
+        final = (
+            self.backend.yes_no_logprobs(
+                [fp + pre for fp, (pre, _) in zip(flat_prompts, prefixes)], self.yes_id, self.no_id
+            )
+            if flat_prompts
+            else []
+        )
         steps = self._step_scores(flat_prompts, generated, parsed)
         out = []
         for k, (g, p) in enumerate(zip(generated, parsed)):
@@ -284,8 +315,12 @@ class ProcessVerifier:
     def _step_scores(self, flat_prompts, generated, parsed) -> list[list[float] | None]:
         """P(step correct) per step: from each mark token's own log-prob (sampled) or re-read as +/- (exact)."""
         if self.step_score_mode == "exact":
-            queries = [(k, flat_prompts[k] + g.text[:o]) for k, (g, p) in enumerate(zip(generated, parsed))
-                       if p.steps is not None for o in p.mark_offsets]
+            queries = [
+                (k, flat_prompts[k] + g.text[:o])
+                for k, (g, p) in enumerate(zip(generated, parsed))
+                if p.steps is not None
+                for o in p.mark_offsets
+            ]
             logps = self.backend.yes_no_logprobs([q for _, q in queries], *self.mark_ids) if queries else []
             result: list[list[float] | None] = [[] if p.steps is not None else None for p in parsed]
             for (k, _), (lp, lm) in zip(queries, logps):

@@ -42,20 +42,28 @@ class UnifiedVerifier:
         self.yes_id = single_token_id(backend, self.config.yes_token, "yes_token")
         self.no_id = single_token_id(backend, self.config.no_token, "no_token")
 
-    def score(self, questions: Sequence[str], prompts: Sequence[str],
-              outputs: Sequence[Sequence[str]]) -> list[list[SampleScore]]:
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[SampleScore]]:
         """Scores in input order; a verification prompt longer than the context scores 0 ("too_long")."""
-        flat = [build_verify_prompt(self.config, q, p, o, self.backend)
-                for q, p, outs in zip(questions, prompts, outputs) for o in outs]
+        flat = [
+            build_verify_prompt(self.config, q, p, o, self.backend)
+            for q, p, outs in zip(questions, prompts, outputs)
+            for o in outs
+        ]
         tokens = [len(self.backend.encode(text)) for text in flat]
         cached = getattr(self.backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))(flat)
         fits = [i for i, t in enumerate(tokens) if t < self.backend.max_model_len]
         logprobs = dict(zip(fits, self.backend.yes_no_logprobs([flat[i] for i in fits], self.yes_id, self.no_id)))
-        scored = [SampleScore(yes_no_scores(*logprobs[i]), tokens[i] - cached[i]) if i in logprobs else
-                  SampleScore({kind: 0.0 for kind in self.kinds}, 0, status="too_long") for i in range(len(flat))]
+        scored = [
+            SampleScore(yes_no_scores(*logprobs[i]), tokens[i] - cached[i])
+            if i in logprobs
+            else SampleScore({kind: 0.0 for kind in self.kinds}, 0, status="too_long")
+            for i in range(len(flat))
+        ]
         result, start = [], 0
         for outs in outputs:
-            result.append(scored[start:start + len(outs)])
+            result.append(scored[start : start + len(outs)])
             start += len(outs)
         return result
 
@@ -73,11 +81,13 @@ class CheckingVerifier:
     kinds = ("verifier_vocab", "verifier_yes_no", "verifier_min", "verifier_prod", "verifier_last")
 
     def __init__(self, backend, prompt_config: PromptConfig):
-        self.checker = ProcessVerifier(backend, prompt_config, form="compact", aggregation="final",
-                                       max_new_tokens=prompt_config.check_max_tokens)
+        self.checker = ProcessVerifier(
+            backend, prompt_config, form="compact", aggregation="final", max_new_tokens=prompt_config.check_max_tokens
+        )
 
-    def score(self, questions: Sequence[str], prompts: Sequence[str],
-              outputs: Sequence[Sequence[str]]) -> list[list[ProcessSampleScore]]:
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[ProcessSampleScore]]:
         return [[self._rename(s) for s in row] for row in self.checker.score(questions, prompts, outputs)]
 
     def _rename(self, score: ProcessSampleScore) -> ProcessSampleScore:
@@ -86,9 +96,13 @@ class CheckingVerifier:
             vocab = 0.0
         else:
             vocab = math.exp(score.verdict_logprobs[0])
-        score.scores = {"verifier_vocab": vocab, "verifier_yes_no": old["process_final"],
-                        "verifier_min": old["process_min"], "verifier_prod": old["process_prod"],
-                        "verifier_last": old["process_last"]}
+        score.scores = {
+            "verifier_vocab": vocab,
+            "verifier_yes_no": old["process_final"],
+            "verifier_min": old["process_min"],
+            "verifier_prod": old["process_prod"],
+            "verifier_last": old["process_last"],
+        }
         return score
 
 
