@@ -85,14 +85,17 @@ def test_check_targets_tag_marks_and_verdict():
     ids, roles = check_targets(tokenizer, text)
     assert tokenizer.decode(ids, skip_special_tokens=True) == text
     assert ids[-1] == tokenizer.eos_token_id
-    assert [r for r in roles if r != "body"] == ["mark+", "mark-", "mark+", "mark+", "verdict-"]
+    assert [r for r in roles if not r.startswith("body")] == ["mark+", "mark-", "mark+", "mark+", "verdict-"]
+    wrong_line = text.split("\n")[1]  # the check of 112-18=93: "93+18=111 vs 112 -"
+    assert "".join(tokenizer.decode([i]) for i, r in zip(ids, roles) if r == "body-") == wrong_line[:-1]
     assert tokenizer.decode([ids[roles.index("verdict-")]]) == "No"
 
 
 def test_role_weights_balance_the_signs():
     roles = [["body", "mark+", "mark+", "mark+", "verdict+"], ["mark+", "mark-", "verdict-"]]
-    weights = role_weights(roles, mark_weight=4.0, verdict_weight=2.0)
+    weights = role_weights(roles, mark_weight=4.0, verdict_weight=2.0, wrong_line_weight=3.0)
     assert weights[0][0] == 1.0
+    assert role_weights([["body-"]], 4.0, 2.0, wrong_line_weight=3.0) == [[3.0]]
     plus, minus = weights[0][1], weights[1][1]
     assert plus * 4 == pytest.approx(minus * 1)  # four "+" marks weigh as much as one "-" mark
     assert plus * 4 + minus == pytest.approx(4.0 * 5)

@@ -78,6 +78,9 @@ class JointConfig(TrainConfig):
     """Weight of a step mark token (class-balanced within the batch) against 1 for other check tokens."""
     verdict_weight: float = 4.0
     """Weight of the verdict token (class-balanced within the batch)."""
+    wrong_line_weight: float = 4.0
+    """Weight of the re-derivation tokens of a step that does not check out (most steps do, and there copying
+    the solution's numbers would pass for computing them)."""
     max_new_tokens: int = 128
     """Token budget of the fresh samples."""
     level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
@@ -112,7 +115,8 @@ def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, s
 
 
 def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
-    """Token ids of a check (+ end token) and the role of each token: body, mark+, mark-, verdict+, verdict-."""
+    """Token ids of a check (+ end token) and the role of each token: body, body- (the re-derivation of a step
+    that does not check out: where copying the solution's numbers is wrong), mark+, mark-, verdict+, verdict-."""
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     ids, roles = [], []
     lines = check_text.split("\n")
@@ -122,7 +126,8 @@ def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
             sign = "+" if last == "Yes" else "-"
         else:
             body, last, role, sign = line[:-1], line[-1], "mark", line[-1]
-        for text, r in ((body, "body"), (last, f"{role}{sign}")):
+        body_role = "body-" if role == "mark" and sign == "-" else "body"
+        for text, r in ((body, body_role), (last, f"{role}{sign}")):
             piece = enc(text)
             ids += piece
             roles += [r] * len(piece)
@@ -132,8 +137,11 @@ def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
     return ids + [tokenizer.eos_token_id], roles + ["body"]
 
 
-def role_weights(roles: list[list[str]], mark_weight: float, verdict_weight: float) -> list[list[float]]:
-    """Per-token loss weights: 1 for body tokens; marks and verdicts weighted and balanced between + and -."""
+def role_weights(
+    roles: list[list[str]], mark_weight: float, verdict_weight: float, wrong_line_weight: float = 1.0
+) -> list[list[float]]:
+    """Per-token loss weights: 1 for body tokens, `wrong_line_weight` for the body of a step that does not check
+    out; marks and verdicts weighted and balanced between + and -."""
     counts = {r: sum(row.count(r) for row in roles) for r in ("mark+", "mark-", "verdict+", "verdict-")}
 
     def balanced(kind: str, sign: str, weight: float) -> float:
@@ -141,14 +149,14 @@ def role_weights(roles: list[list[str]], mark_weight: float, verdict_weight: flo
         mine = counts[f"{kind}{sign}"]
         return weight * total / (2 * mine) if counts[f"{kind}+"] and counts[f"{kind}-"] else weight
 
-    table = {"body": 1.0}
+    table = {"body": 1.0, "body-": wrong_line_weight}
     for kind, weight in (("mark", mark_weight), ("verdict", verdict_weight)):
         for sign in "+-":
             table[f"{kind}{sign}"] = balanced(kind, sign, weight)
     return [[table[r] for r in row] for row in roles]
 
 
-def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, mark_weight: float, verdict_weight: float):
+def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, config: JointConfig):
     """Weighted next-token loss of the checks of (problem, solution) pairs, and teacher-forced accuracies."""
     prompt_ids, completion_ids, roles = [], [], []
     for problem, solution in pairs:
@@ -159,7 +167,9 @@ def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, mark_weight
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)  # (B, T)
     weights = torch.zeros_like(comp)  # (B, T)
     flat_roles = [["pad"] * ids.shape[1] for _ in pairs]
-    for b, (p, row) in enumerate(zip(prompt_ids, role_weights(roles, mark_weight, verdict_weight))):
+    for b, (p, row) in enumerate(
+        zip(prompt_ids, role_weights(roles, config.mark_weight, config.verdict_weight, config.wrong_line_weight))
+    ):
         weights[b, len(p) : len(p) + len(row)] = torch.tensor(row)
         flat_roles[b][len(p) : len(p) + len(row)] = roles[b]
     logp = completion_logprobs(model, ids, mask)  # (B, T)
@@ -237,9 +247,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         gen_loss = sft_loss(
             model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen]
         )
-        ver_loss, accuracy = check_loss(
-            model, tokenizer, prompt_config, pairs, config.mark_weight, config.verdict_weight
-        )
+        ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config)
         loss = gen_loss + config.verify_weight * ver_loss
         optimizer.zero_grad()
         loss.backward()
