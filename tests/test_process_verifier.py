@@ -173,3 +173,18 @@ def test_prompt_config_rejects_an_unknown_verify_form():
 
     with pytest.raises(ValueError, match="verify_form must be one of"):
         PromptConfig(verify_form="maybe")
+
+
+def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import CheckingVerifier
+    from tts_engine.verifiers.prm import CheckStepScorer
+
+    config = PromptConfig(use_chat_template=False, verify_form="check")
+    partial = "4*28=112 vs 112 +\n94+18=113 vs 112 -\nboxed ? -\nverdict:No"  # 2 steps written, no answer yet
+    backend = FakeBackend([partial, "? -\nverdict:No"])
+    scorer = CheckStepScorer(CheckingVerifier(backend, config), lambda p: p + "\n")
+    [two, one] = scorer.score_batch(["q", "r"], [["28*4=112", "112-18=93"], ["garbled"]])
+    assert two.scores == pytest.approx([0.8, 0.2]) and two.status == "ok"
+    assert one.scores == pytest.approx([0.2])  # its one mark ("? -") is the first step's score
+    assert two.tokens > 0

@@ -389,7 +389,7 @@ def step_scorer_for(
     """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
     (process: its step verdicts; unified: its verdict on each step prefix, in the engine's score_norm)."""
     from ..prompts import build_prompt
-    from ..verifiers.prm import ProcessStepScorer, UnifiedStepScorer, load_prm
+    from ..verifiers.prm import CheckStepScorer, ProcessStepScorer, UnifiedStepScorer, load_prm
 
     if verifier_kind == "prm":
         if verifier_model is None:
@@ -404,6 +404,8 @@ def step_scorer_for(
         )
     if engine.verifier.name == "process":
         return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
+    if hasattr(engine.verifier, "checker"):  # the unified verifier of a checkpoint that writes a check
+        return CheckStepScorer(engine.verifier, prompt_for, delimiter)
     return UnifiedStepScorer(engine.verifier, prompt_for, delimiter, kind=f"verifier_{engine.score_norm}")
 
 

@@ -486,6 +486,36 @@ class ProcessStepScorer(BatchedScorer):
         return result
 
 
+class CheckStepScorer(ProcessStepScorer):
+    """A model that checks its own solutions step by step (`verify_form: check`) as a step scorer.
+
+    Its check of a partial solution marks every written step and then what is missing, so step k's score is
+    the P(+) of the k-th mark it wrote; with fewer marks than steps, every step gets the verdict's score.
+    """
+
+    name = "check"
+
+    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
+        super().__init__(verifier.checker, prompt_for, delimiter)
+
+    def _verify(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[StepScores]:
+        if not keys:
+            return []
+        problems = [p for p, _ in keys]
+        scored = self.verifier.score(
+            problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
+        )
+        result = []
+        for (_, row), (verdict,) in zip(keys, scored):
+            marks = verdict.mark_scores or []
+            if len(marks) >= len(row):
+                result.append(StepScores(list(marks[: len(row)]), verdict.tokens, "ok"))
+            else:
+                final = verdict.scores.get("process_final", 0.0)
+                result.append(StepScores([final] * len(row), verdict.tokens, "too_few_marks"))
+        return result
+
+
 class UnifiedStepScorer(BatchedScorer):
     """The unified verifier (RL^V) as a step scorer: step k's score is its Yes/No verdict on steps 1..k.
 

@@ -65,6 +65,8 @@ class ParsedVerification:
     """Character offset in the output of each step verdict's mark ("+"/"-" or the CORRECT/INCORRECT word)."""
     verdict_offset: int | None = None
     """Character offset of the final verdict word (where its probability is read); None when absent."""
+    marks: list[bool] = field(default_factory=list)
+    """Every step verdict found, in order (True = correct), whatever the solution's step count."""
 
     @property
     def first_error(self) -> int | None:
@@ -95,7 +97,9 @@ def parse_verification(text: str, num_steps: int) -> ParsedVerification:
         status = "no_final_verdict"
     else:
         status = "ok"
-    return ParsedVerification(steps, final, status, len(marks), [o for _, o in marks], verdict_offset)
+    return ParsedVerification(
+        steps, final, status, len(marks), [o for _, o in marks], verdict_offset, [ok for ok, _ in marks]
+    )
 
 
 def _read_compact(text: str):
@@ -171,6 +175,9 @@ class ProcessSampleScore(SampleScore):
     """The verifier's output."""
     verdict_logprobs: tuple[float, float] | None = None
     """log P(correct word), log P(incorrect word) at the final verdict, under the full vocabulary."""
+    mark_scores: list[float] | None = None
+    """P(correct) of every step verdict written, in order, even when they do not match the solution's steps
+    (a check of a partial solution marks its steps, then what is missing); sampled step scores only."""
 
 
 def aggregate_steps(step_scores: list[float], how: str) -> float:
@@ -309,7 +316,8 @@ class ProcessVerifier:
             scores["process"] = scores[f"process_{self.aggregation}"]
             status = p.status + ("+forced_verdict" if prefixes[k][1] else "")
             tokens = g.num_prompt_tokens - g.num_cached_tokens + g.num_tokens  # what was computed to check
-            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text, (ly, ln)))
+            marks = self._sampled_step_scores(g, p.marks, p.mark_offsets) if self.step_score_mode == "sampled" else None
+            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text, (ly, ln), marks))
         return out
 
     def _step_scores(self, flat_prompts, generated, parsed) -> list[list[float] | None]:
@@ -326,9 +334,12 @@ class ProcessVerifier:
             for (k, _), (lp, lm) in zip(queries, logps):
                 result[k].append(_sigmoid(lp - lm))
             return result
-        return [None if p.steps is None else self._sampled_step_scores(g, p) for g, p in zip(generated, parsed)]
+        return [
+            None if p.steps is None else self._sampled_step_scores(g, p.steps, p.mark_offsets)
+            for g, p in zip(generated, parsed)
+        ]
 
-    def _sampled_step_scores(self, sample, parsed: ParsedVerification) -> list[float]:
+    def _sampled_step_scores(self, sample, marks: list[bool], offsets: list[int]) -> list[float]:
         """P(correct) of each step from the sampled mark's probability: p if it said correct, else 1 - p."""
         texts = [self.backend.decode([t]) for t in sample.token_ids]
         ends, offset = [], 0
@@ -336,7 +347,7 @@ class ProcessVerifier:
             offset += len(t)
             ends.append(offset)
         scores = []
-        for ok, char in zip(parsed.steps, parsed.mark_offsets):
+        for ok, char in zip(marks, offsets):
             index = next((i for i, e in enumerate(ends) if e > char), None)
             if index is None or index >= len(sample.logprobs):
                 scores.append(1.0 if ok else 0.0)
