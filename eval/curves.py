@@ -102,6 +102,12 @@ def compute_curves(
         notes.append(f"{table.num_problems - scored.num_problems} problems without a reference left out")
     n = scored.num_samples
     ks = subset_sizes(n)
+    if (table.run or {}).get("search"):
+        ks = [n]  # k of a search's N finished beams is not a search with budget k
+        notes.append(
+            f"step-level search ({table.run['search'].get('strategy', 'search')}): only k = N = {n} is a search "
+            "budget; overlay runs at several N for its curve"
+        )
     exact = [is_enumerated(n, k, num_subsets) for k in ks]
     num_drawn = [subsets_per_k(n, k, num_subsets) for k in ks]
     accuracy = per_problem_accuracy(scored, ks, num_subsets=num_subsets, seed=seed, impl=impl)

@@ -215,3 +215,18 @@ def test_prefix_walk_in_many_small_chunks_gives_the_same_result(monkeypatch):
     for name, values in whole.items():
         np.testing.assert_array_equal(chunked[name], values)
         np.testing.assert_allclose(kernel[name], values, atol=1e-6)
+
+
+def test_a_search_run_has_one_budget_k_equals_n():
+    from tts_engine.eval.curves import compute_curves
+    from tts_engine.eval.synthetic import synthetic_records
+    from tts_engine.eval.table import table_from_records
+
+    records = synthetic_records(6, 8, seed=1)
+    for record in records:
+        record["run"]["search"] = {"strategy": "beam", "beam_width": 4}
+    curves = compute_curves(table_from_records(records), num_subsets=50)
+    assert curves["k"] == [8]
+    assert any("only k = N = 8" in note for note in curves["notes"])
+    plain = compute_curves(table_from_records(synthetic_records(6, 8, seed=1)), num_subsets=50)
+    assert plain["k"] == [1, 2, 4, 8]
