@@ -63,7 +63,7 @@ class JointConfig(TrainConfig):
     grad_clip: float = 1.0
     """Gradient-norm clip."""
     gen_batch: int = 24
-    """Reference solutions per step (generation loss); 0 trains the check alone (a separate checker)."""
+    """Reference solutions per step (generation loss)."""
     own_problems: int = 6
     """Problems per step whose fresh samples are checked."""
     group_size: int = 4
@@ -244,10 +244,8 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         pairs = own_samples(backend, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
         pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
         model.train()
-        gen_loss = (
-            sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen])
-            if gen
-            else torch.zeros(())
+        gen_loss = sft_loss(
+            model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen]
         )
         ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config)
         loss = gen_loss + config.verify_weight * ver_loss
