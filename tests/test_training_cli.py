@@ -165,3 +165,36 @@ def test_joint_one_step_then_resume(sft_run, tmp_path):
     assert json.loads((out / "tts_engine.json").read_text())["verify_form"] == "check"
     tts("train", "joint", "--steps", 2, *micro)  # resumes at step 1
     assert [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_a_separate_checker_checks_a_frozen_generators_samples(sft_run, tmp_path):
+    out = tmp_path / "checker"
+    tts(
+        "train",
+        "joint",
+        "--init",
+        sft_run,
+        "--out",
+        out,
+        "--gen-batch",
+        0,
+        "--sample-from",
+        sft_run,
+        "--own-problems",
+        1,
+        "--group-size",
+        2,
+        "--planted",
+        2,
+        "--steps",
+        1,
+        "--eval-every",
+        1,
+        "--dev-per-level",
+        1,
+        "--max-new-tokens",
+        16,
+        "--quiet",
+    )
+    record = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    assert record["gen_loss"] == 0.0 and record["check_loss"] > 0 and "check_balanced" in record

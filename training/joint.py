@@ -63,13 +63,17 @@ class JointConfig(TrainConfig):
     grad_clip: float = 1.0
     """Gradient-norm clip."""
     gen_batch: int = 24
-    """Reference solutions per step (generation loss)."""
+    """Reference solutions per step (generation loss); 0 trains the check alone (with `sample_from`: a separate
+    checker of another model's solutions)."""
     own_problems: int = 6
     """Problems per step whose fresh samples are checked."""
     group_size: int = 4
     """Samples per such problem (temperature 1)."""
     planted: int = 16
     """Solutions with one planted error per step."""
+    sample_from: str | None = None
+    """A checkpoint whose fresh samples are checked (in training and in the dev checks); default: the model
+    being trained."""
     form: str = setting("check", choices=FORMS)
     """check: write the re-derivation of every step, then the verdict; yes_no: the verdict token alone."""
     verify_weight: float = 1.0
@@ -195,13 +199,16 @@ def own_samples(backend: HFBackend, prompt_config: PromptConfig, problems, confi
     return [(p, s.text) for p, row in zip(problems, rows) for s in row]
 
 
-def dev_check_accuracy(backend: HFBackend, prompt_config: PromptConfig, problems, seed: int = 0) -> dict:
-    """Served check on fresh dev samples: verdict accuracy on right and wrong solutions (greedy check)."""
+def dev_check_accuracy(
+    backend: HFBackend, prompt_config: PromptConfig, problems, seed: int = 0, sampler: HFBackend | None = None
+) -> dict:
+    """Served check on fresh dev samples (of `sampler`, default the checker itself): verdict accuracy on right and
+    wrong solutions (greedy check)."""
     from tts_engine.answers.rewards import solution_reward
     from tts_engine.verifiers import make_unified_verifier
 
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
-    rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
+    rows = (sampler or backend).generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
     scores = make_unified_verifier(backend, prompt_config).score(
         [p.problem for p in problems], prompts, [[s.text for s in row] for row in rows]
     )
@@ -235,17 +242,20 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
     rng = random.Random(config.seed * 100_003 + step)
     backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)  # nothing to reuse
+    sampler = _sampler(config.sample_from) or backend
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
     out.mkdir(parents=True, exist_ok=True)
     bar = _bar(config.steps, step, progress)
     start = time.time()
     while step < config.steps:
         gen = stream.batch(config.gen_batch)
-        pairs = own_samples(backend, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
+        pairs = own_samples(sampler, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
         pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
         model.train()
-        gen_loss = sft_loss(
-            model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen]
+        gen_loss = (
+            sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen])
+            if gen
+            else torch.zeros(())
         )
         ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config)
         loss = gen_loss + config.verify_weight * ver_loss
@@ -267,7 +277,10 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}")
         if step % config.eval_every == 0 or step == config.steps:
             record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
-            record.update(dev_check_accuracy(HFBackend(model, tokenizer, device="cpu"), prompt_config, dev))
+            checker = HFBackend(model, tokenizer, device="cpu")
+            record.update(
+                dev_check_accuracy(checker, prompt_config, dev, sampler=None if sampler is backend else sampler)
+            )
             ckpt.save_model(out, model, tokenizer, prompt_config, config)
             ckpt.save_state(out, optimizer, scheduler, step)
             log(json.dumps(record))
@@ -275,6 +288,14 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
             f.write(json.dumps(record) + "\n")
     bar.close()
     return out
+
+
+def _sampler(path: str | None) -> HFBackend | None:
+    """A frozen generator whose samples are checked, when it is not the model being trained."""
+    if path is None:
+        return None
+    model, tokenizer, _ = ckpt.load_model(path)
+    return HFBackend(model.eval(), tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
 
 
 def _bar(total: int, initial: int, enabled: bool):
