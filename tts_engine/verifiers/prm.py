@@ -474,16 +474,16 @@ class ProcessStepScorer(BatchedScorer):
         scored = self.verifier.score(
             problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
         )
-        result = []
-        for (_, row), (verdict,) in zip(keys, scored):
-            step_scores = getattr(verdict, "step_scores", None)
-            if step_scores is not None and len(step_scores) == len(row):
-                result.append(StepScores(list(step_scores), verdict.tokens, verdict.status))
-            else:
-                final = verdict.scores.get("process_final", 0.0)
-                status = verdict.status if verdict.status != "ok" else "step_count_mismatch"
-                result.append(StepScores([final] * len(row), verdict.tokens, status))
-        return result
+        return [self._step_scores(verdict, len(row)) for (_, row), (verdict,) in zip(keys, scored)]
+
+    def _step_scores(self, verdict, num_steps: int) -> StepScores:
+        """One verification's score per step; the final verdict's score for every step when they do not match."""
+        step_scores = getattr(verdict, "step_scores", None)
+        if step_scores is not None and len(step_scores) == num_steps:
+            return StepScores(list(step_scores), verdict.tokens, verdict.status)
+        final = verdict.scores.get("process_final", 0.0)
+        status = verdict.status if verdict.status != "ok" else "step_count_mismatch"
+        return StepScores([final] * num_steps, verdict.tokens, status)
 
 
 class CheckStepScorer(ProcessStepScorer):
@@ -498,22 +498,11 @@ class CheckStepScorer(ProcessStepScorer):
     def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
         super().__init__(verifier.checker, prompt_for, delimiter)
 
-    def _verify(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[StepScores]:
-        if not keys:
-            return []
-        problems = [p for p, _ in keys]
-        scored = self.verifier.score(
-            problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
-        )
-        result = []
-        for (_, row), (verdict,) in zip(keys, scored):
-            marks = verdict.mark_scores or []
-            if len(marks) >= len(row):
-                result.append(StepScores(list(marks[: len(row)]), verdict.tokens, "ok"))
-            else:
-                final = verdict.scores.get("process_final", 0.0)
-                result.append(StepScores([final] * len(row), verdict.tokens, "too_few_marks"))
-        return result
+    def _step_scores(self, verdict, num_steps: int) -> StepScores:
+        marks = verdict.mark_scores or []
+        if len(marks) >= num_steps:
+            return StepScores(list(marks[:num_steps]), verdict.tokens, "ok")
+        return StepScores([verdict.scores.get("process_final", 0.0)] * num_steps, verdict.tokens, "too_few_marks")
 
 
 class UnifiedStepScorer(BatchedScorer):
