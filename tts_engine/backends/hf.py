@@ -153,7 +153,7 @@ class HFBackend(TokenizerMethods):
                 if length:
                     keys[row, :, width - length :] = kv[layer][0]
                     values[row, :, width - length :] = kv[layer][1]
-            layers.append((keys.to(self.device), values.to(self.device)))
+            layers.append((keys, values))
         return DynamicCache(ddp_cache_data=layers)
 
     def _remember(self, cache, position: int, mask_row: torch.Tensor, ids: list[int]) -> None:
@@ -162,7 +162,7 @@ class HFBackend(TokenizerMethods):
         if self.prefix_cache is None or len(real) != len(ids):
             return
         layers = [
-            (layer.keys[position].index_select(1, real).cpu(), layer.values[position].index_select(1, real).cpu())
+            (layer.keys[position].index_select(1, real), layer.values[position].index_select(1, real))
             for layer in cache.layers
         ]
         self.prefix_cache.put(ids, layers)
