@@ -7,7 +7,7 @@ import pytest
 from tts_engine.steps import split_steps
 from tts_engine.tiny import build_char_tokenizer
 from tts_engine.training.joint import check_targets, role_weights
-from tts_engine.training.rederive import apply, plant_error, problem_steps, rederive
+from tts_engine.training.rederive import apply, plant_error, problem_steps, rederive, resolve
 from tts_engine.training.task import make_problem
 from tts_engine.verifiers.process import parse_verification
 
@@ -81,8 +81,9 @@ def test_served_parser_reads_the_check_one_mark_per_step():
 
 def test_check_targets_tag_marks_and_verdict():
     tokenizer = build_char_tokenizer()
-    text = rederive(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}").text
-    ids, roles = check_targets(tokenizer, text)
+    check = rederive(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
+    text = check.text
+    ids, roles = check_targets(tokenizer, check)
     assert tokenizer.decode(ids, skip_special_tokens=True) == text
     assert ids[-1] == tokenizer.eos_token_id
     assert [r for r in roles if not r.startswith("body")] == ["mark+", "mark-", "mark+", "mark+", "verdict-"]
@@ -109,7 +110,7 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
     tokenizer = build_char_tokenizer()
     wrong = "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}"
     prompt_ids, target, roles = verification_example(
-        tokenizer, check_prompt_config(task_prompt_config(), "yes_no"), PROBLEM, wrong
+        tokenizer, check_prompt_config(task_prompt_config(), "yes_no"), PROBLEM, wrong, "yes_no"
     )
     text = tokenizer.decode(prompt_ids, skip_special_tokens=False)
     assert text == PROBLEM + "\n" + wrong + "<|endoftext|>Is this solution correct? Answer Yes or No.\n"
@@ -121,3 +122,31 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
         "\\boxed{174}<|endoftext|>Check each step.\n"
     )
     assert tokenizer.decode(target, skip_special_tokens=True) == rederive(PROBLEM, SOLUTION).text
+
+
+def test_resolve_solves_again_in_the_solutions_form_and_compares_the_answers():
+    check = resolve(PROBLEM, SOLUTION)
+    assert check.text == "28*4=112\n112-18=94\n94+80=174\nboxed 174 vs 174 +\nverdict:Yes"
+    assert check.verdict and check.marks == (True,) and check.disagrees == (False, False, False, False)
+    wrong = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
+    assert wrong.text.split("\n")[1:] == ["112-18=94", "94+80=174", "boxed 173 vs 174 -", "verdict:No"]
+    assert not wrong.verdict and wrong.disagrees == (False, True, True, True)
+    copied_wrong_answer = resolve(PROBLEM, SOLUTION.replace("{174}", "{175}"))
+    assert copied_wrong_answer.disagrees == (False, False, False, True) and not copied_wrong_answer.verdict
+    assert resolve(PROBLEM, "no idea").text.endswith("boxed ? vs 174 -\nverdict:No")
+
+
+def test_resolve_targets_weight_the_lines_after_the_first_difference():
+    tokenizer = build_char_tokenizer()
+    check = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
+    ids, roles = check_targets(tokenizer, check)
+    assert tokenizer.decode(ids, skip_special_tokens=True) == check.text
+    assert [r for r in roles if not r.startswith("body")] == ["mark-", "verdict-"]
+    wrong_part = "".join(tokenizer.decode([i]) for i, r in zip(ids, roles) if r == "body-")
+    assert wrong_part == "112-18=9494+80=174boxed 173 vs 174 "
+
+
+def test_served_parser_reads_the_resolve_checks_single_mark():
+    check = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
+    parsed = parse_verification(check.text, 1)
+    assert parsed.steps == [False] and parsed.final is False and parsed.status == "ok"

@@ -34,15 +34,17 @@ from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
 from .monitor import dev_pass_at_1
-from .rederive import VERDICT_PREFIX, plant_error, rederive
+from .rederive import VERDICT_PREFIX, Check, plant_error, rederive, resolve
 from .sft import sft_loss
 from .task import ProblemStream, held_out_texts
 
 CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 """After the solution: its end token (the solution is over), then the request to check it."""
+RESOLVE_SUFFIX = "<|endoftext|>Solve it again and compare.\n"
+"""The re-solve form's request, after the solution's end token."""
 YES_NO_SUFFIX = f"<|endoftext|>{VERIFY_QUESTION}\n"
 """The single-token form's question, after the solution's end token too."""
-FORMS = ("check", "yes_no")
+FORMS = ("check", "resolve", "yes_no")
 
 
 @dataclass
@@ -75,7 +77,8 @@ class JointConfig(TrainConfig):
     """A checkpoint whose fresh samples are checked (in training and in the dev checks); default: the model
     being trained."""
     form: str = setting("check", choices=FORMS)
-    """check: write the re-derivation of every step, then the verdict; yes_no: the verdict token alone."""
+    """check: write the re-derivation of every step, then the verdict; resolve: solve the problem again in the
+    solution's form, compare the answers, then the verdict; yes_no: the verdict token alone."""
     verify_weight: float = 1.0
     """lambda: weight of the check loss beside the generation loss."""
     mark_weight: float = 4.0
@@ -99,38 +102,43 @@ def check_prompt_config(base: PromptConfig, form: str = "check") -> PromptConfig
     """The serving prompts of a checkpoint that verifies its own solutions in `form`."""
     if form == "yes_no":
         return replace(base, verify_form="yes_no", verify_suffix=YES_NO_SUFFIX)
-    return replace(base, verify_form="check", check_suffix=CHECK_SUFFIX, check_max_tokens=256)
+    suffix = RESOLVE_SUFFIX if form == "resolve" else CHECK_SUFFIX
+    return replace(base, verify_form="check", check_suffix=suffix, check_max_tokens=256)
 
 
-def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str):
-    """(prompt ids, target ids, target roles) of one verification of `solution` in the config's form."""
+def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str, form: str = "check"):
+    """(prompt ids, target ids, target roles) of one verification of `solution` in `form` (prompts of
+    `check_prompt_config(..., form)`)."""
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     prompt = build_prompt(prompt_config, problem)
-    check = rederive(problem, solution)
-    if prompt_config.verify_form == "yes_no":
+    check = (resolve if form == "resolve" else rederive)(problem, solution)
+    if form == "yes_no":
         word = prompt_config.yes_token if check.verdict else prompt_config.no_token
         return (
             enc(build_verify_prompt(prompt_config, problem, prompt, solution)),
             enc(word),
             ["verdict+" if check.verdict else "verdict-"],
         )
-    ids, roles = check_targets(tokenizer, check.text)
+    ids, roles = check_targets(tokenizer, check)
     return enc(build_process_prompt(prompt_config, problem, prompt, solution, "compact")), ids, roles
 
 
-def check_targets(tokenizer, check_text: str) -> tuple[list[int], list[str]]:
-    """Token ids of a check (+ end token) and the role of each token: body, body- (the re-derivation of a step
-    that does not check out: where copying the solution's numbers is wrong), mark+, mark-, verdict+, verdict-."""
+def check_targets(tokenizer, check: Check) -> tuple[list[int], list[str]]:
+    """Token ids of a check (+ end token) and the role of each token: body, body- (a line whose computed part
+    differs from the solution's: where copying the solution's numbers is wrong), mark+, mark-, verdict+,
+    verdict-. A line that ends in neither a mark nor the verdict is body alone."""
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     ids, roles = [], []
-    lines = check_text.split("\n")
+    lines = check.text.split("\n")
     for k, line in enumerate(lines):
+        body_role = "body-" if k < len(check.disagrees) and check.disagrees[k] else "body"
         if line.startswith(VERDICT_PREFIX):
             body, last, role = VERDICT_PREFIX, line[len(VERDICT_PREFIX) :], "verdict"
             sign = "+" if last == "Yes" else "-"
-        else:
+        elif line.endswith((" +", " -")):
             body, last, role, sign = line[:-1], line[-1], "mark", line[-1]
-        body_role = "body-" if role == "mark" and sign == "-" else "body"
+        else:
+            body, last, role, sign = line, "", "", ""
         for text, r in ((body, body_role), (last, f"{role}{sign}")):
             piece = enc(text)
             ids += piece
@@ -164,7 +172,7 @@ def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, config: Joi
     """Weighted next-token loss of the checks of (problem, solution) pairs, and teacher-forced accuracies."""
     prompt_ids, completion_ids, roles = [], [], []
     for problem, solution in pairs:
-        prompt, ids, role = verification_example(tokenizer, prompt_config, problem.problem, solution)
+        prompt, ids, role = verification_example(tokenizer, prompt_config, problem.problem, solution, config.form)
         prompt_ids.append(prompt)
         completion_ids.append(ids)
         roles.append(role)

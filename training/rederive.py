@@ -46,6 +46,9 @@ class Check:
     """Per written line (steps, then the answer line): True when the step checked out."""
     verdict: bool
     """True when every step and the answer checked out."""
+    disagrees: tuple[bool, ...] = ()
+    """Per written line: True where the line's computed part differs from what the solution wrote there (copying
+    the solution would be wrong); empty: the lines whose mark is "-"."""
 
 
 def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
@@ -98,10 +101,37 @@ def rederive(problem: str, solution: str) -> Check:
     return _finish(out, marks)
 
 
-def _finish(lines: list[str], marks: list[bool]) -> Check:
+def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] = ()) -> Check:
     verdict = all(marks)
     text = "\n".join(lines + [VERDICT_PREFIX + ("Yes" if verdict else "No")])
-    return Check(text, tuple(marks), verdict)
+    return Check(text, tuple(marks), verdict, disagrees or tuple(not ok for ok in marks))
+
+
+def resolve(problem: str, solution: str) -> Check:
+    """The re-solve check of `solution`: the problem solved again from its own numbers, line by line in the
+    solution's own form (the arithmetic the model does best), then `boxed S vs R` (the solution's boxed answer
+    against the re-solve's) and the verdict. One mark, at the answer; the lines from the first one that differs
+    from the solution's are where copying the solution would be wrong.
+
+        28*4=112
+        112-18=94
+        94+80=174
+        boxed 173 vs 174 -
+        verdict:No
+    """
+    start, steps = problem_steps(problem)
+    lines, value = [], start
+    for op, operand in steps:
+        result = apply(value, op, operand)
+        lines.append(f"{value}{op}{operand}={result}")
+        value = result
+    written = [line.strip() for line in solution.strip().split("\n") if line.strip()]
+    first_diff = next((k for k, line in enumerate(lines) if k >= len(written) or written[k] != line), len(lines))
+    boxed = BOXED_LINE.match(written[-1]) if written else None
+    ok = boxed is not None and int(boxed.group(1)) == value
+    lines.append(f"boxed {boxed.group(1) if boxed else '?'} vs {value} {'+' if ok else '-'}")
+    disagrees = tuple(k >= first_diff for k in range(len(steps))) + (not ok,)
+    return _finish(lines, [ok], disagrees)
 
 
 # --- planted errors ----------------------------------------------------------------------------------------
