@@ -1,6 +1,7 @@
 """The re-derivation check of the arithmetic task, its planted errors and the joint trainer's targets."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -150,3 +151,41 @@ def test_served_parser_reads_the_resolve_checks_single_mark():
     check = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
     parsed = parse_verification(check.text, 1)
     assert parsed.steps == [False] and parsed.final is False and parsed.status == "ok"
+
+
+@pytest.mark.parametrize("form", ["resolve", "yes_no"])
+def test_joint_trainer_runs_serves_its_form_and_resumes(tmp_path, form):
+    import json
+
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.training import checkpoint as ckpt
+    from tts_engine.training.joint import RESOLVE_SUFFIX, JointConfig, train_joint
+
+    model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
+    ckpt.save_model(tmp_path / "init", model, tok, ckpt.task_prompt_config())
+    config = JointConfig(
+        init_dir=str(tmp_path / "init"),
+        out_dir=str(tmp_path / "joint"),
+        form=form,
+        steps=2,
+        gen_batch=2,
+        own_problems=1,
+        group_size=2,
+        planted=2,
+        max_new_tokens=8,
+        eval_every=2,
+        dev_per_level=1,
+    )
+    train_joint(config, progress=False, log=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "joint" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2] and records[0]["check_loss"] > 0
+    assert 0 <= records[-1]["check_balanced"] <= 1
+    served = PromptConfig.load(tmp_path / "joint")
+    if form == "resolve":
+        assert served.verify_form == "check" and served.check_suffix == RESOLVE_SUFFIX
+    else:
+        assert served.verify_form == "yes_no"
+    train_joint(replace(config, steps=3), progress=False, log=lambda _: None)  # resumes at step 2
+    records = [json.loads(line) for line in (tmp_path / "joint" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 3]
