@@ -127,14 +127,14 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
 
 def test_resolve_solves_again_in_the_solutions_form_and_compares_the_answers():
     check = resolve(PROBLEM, SOLUTION)
-    assert check.text == "28*4=112\n112-18=94\n94+80=174\nboxed 174 vs 174 +\nverdict:Yes"
-    assert check.verdict and check.marks == (True,) and check.disagrees == (False, False, False, False)
+    assert check.text == "again 28*4-18+80\n28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
+    assert check.verdict and check.marks == (True,) and check.disagrees == (False,) * 5
     wrong = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
-    assert wrong.text.split("\n")[1:] == ["112-18=94", "94+80=174", "boxed 173 vs 174 -", "verdict:No"]
-    assert not wrong.verdict and wrong.disagrees == (False, True, True, True)
+    assert wrong.text.split("\n")[2:] == ["112-18=94", "94+80=174", "answer 173 vs 174 -", "verdict:No"]
+    assert not wrong.verdict and wrong.disagrees == (False, False, True, True, True)
     copied_wrong_answer = resolve(PROBLEM, SOLUTION.replace("{174}", "{175}"))
-    assert copied_wrong_answer.disagrees == (False, False, False, True) and not copied_wrong_answer.verdict
-    assert resolve(PROBLEM, "no idea").text.endswith("boxed ? vs 174 -\nverdict:No")
+    assert copied_wrong_answer.disagrees == (False, False, False, False, True) and not copied_wrong_answer.verdict
+    assert resolve(PROBLEM, "no idea").text.endswith("answer ? vs 174 -\nverdict:No")
 
 
 def test_resolve_targets_weight_the_lines_after_the_first_difference():
@@ -144,7 +144,7 @@ def test_resolve_targets_weight_the_lines_after_the_first_difference():
     assert tokenizer.decode(ids, skip_special_tokens=True) == check.text
     assert [r for r in roles if not r.startswith("body")] == ["mark-", "verdict-"]
     wrong_part = "".join(tokenizer.decode([i]) for i, r in zip(ids, roles) if r == "body-")
-    assert wrong_part == "112-18=9494+80=174boxed 173 vs 174 "
+    assert wrong_part == "112-18=9494+80=174answer 173 vs 174 "
 
 
 def test_served_parser_reads_the_resolve_checks_single_mark():
