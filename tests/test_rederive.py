@@ -127,7 +127,7 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
 
 def test_resolve_solves_again_in_the_solutions_form_and_compares_the_answers():
     check = resolve(PROBLEM, SOLUTION)
-    assert check.text == "again 28*4-18+80\n28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
+    assert check.text == PROBLEM + "\n28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
     assert check.verdict and check.marks == (True,) and check.disagrees == (False,) * 5
     wrong = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
     assert wrong.text.split("\n")[2:] == ["112-18=94", "94+80=174", "answer 173 vs 174 -", "verdict:No"]
