@@ -127,13 +127,13 @@ def test_verification_examples_of_both_forms_share_the_solution_and_end_token():
 
 def test_resolve_solves_again_in_the_solutions_form_and_compares_the_answers():
     check = resolve(PROBLEM, SOLUTION)
-    assert check.text == PROBLEM + "\n28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
-    assert check.verdict and check.marks == (True,) and check.disagrees == (False,) * 5
+    assert check.text == "28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
+    assert check.verdict and check.marks == (True,) and check.disagrees == (False,) * 4
     wrong = resolve(PROBLEM, "28*4=112\n112-18=93\n93+80=173\n\\boxed{173}")
-    assert wrong.text.split("\n")[2:] == ["112-18=94", "94+80=174", "answer 173 vs 174 -", "verdict:No"]
-    assert not wrong.verdict and wrong.disagrees == (False, False, True, True, True)
+    assert wrong.text.split("\n")[1:] == ["112-18=94", "94+80=174", "answer 173 vs 174 -", "verdict:No"]
+    assert not wrong.verdict and wrong.disagrees == (False, True, True, True)
     copied_wrong_answer = resolve(PROBLEM, SOLUTION.replace("{174}", "{175}"))
-    assert copied_wrong_answer.disagrees == (False, False, False, False, True) and not copied_wrong_answer.verdict
+    assert copied_wrong_answer.disagrees == (False, False, False, True) and not copied_wrong_answer.verdict
     assert resolve(PROBLEM, "no idea").text.endswith("answer ? vs 174 -\nverdict:No")
 
 
@@ -189,3 +189,17 @@ def test_joint_trainer_runs_serves_its_form_and_resumes(tmp_path, form):
     train_joint(replace(config, steps=3), progress=False, log=lambda _: None)  # resumes at step 2
     records = [json.loads(line) for line in (tmp_path / "joint" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2, 3]
+
+
+def test_resolve_request_restates_the_problem_next_to_the_check():
+    from tts_engine.training.checkpoint import task_prompt_config
+    from tts_engine.training.joint import check_prompt_config, verification_example
+
+    tokenizer = build_char_tokenizer()
+    prompt_ids, target, _ = verification_example(
+        tokenizer, check_prompt_config(task_prompt_config(), "resolve"), PROBLEM, SOLUTION, "resolve"
+    )
+    assert tokenizer.decode(prompt_ids, skip_special_tokens=False) == (
+        PROBLEM + "\n" + SOLUTION + "<|endoftext|>Solve it again and compare.\n" + PROBLEM + "\n"
+    )
+    assert tokenizer.decode(target, skip_special_tokens=True) == resolve(PROBLEM, SOLUTION).text

@@ -40,8 +40,9 @@ from .task import ProblemStream, held_out_texts
 
 CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 """After the solution: its end token (the solution is over), then the request to check it."""
-RESOLVE_SUFFIX = "<|endoftext|>Solve it again and compare.\n"
-"""The re-solve form's request, after the solution's end token."""
+RESOLVE_SUFFIX = "<|endoftext|>Solve it again and compare.\n{problem}\n"
+"""The re-solve form's request, after the solution's end token: the problem restated next to the check (a small
+model copies badly from ~100 tokens back; next to it, the re-solve reads its operands as generation does)."""
 YES_NO_SUFFIX = f"<|endoftext|>{VERIFY_QUESTION}\n"
 """The single-token form's question, after the solution's end token too."""
 FORMS = ("check", "resolve", "yes_no")

@@ -108,14 +108,12 @@ def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] = (
 
 
 def resolve(problem: str, solution: str) -> Check:
-    """The re-solve check of `solution`: the problem restated word for word (a copy of the prompt's line, which
-    puts its operands near every line that needs them), the problem solved again line by line in the solution's own form (the
+    """The re-solve check of `solution` (the request before it restates the problem): the problem solved again line by line in the solution's own form (the
     arithmetic the model does best), then `answer S vs R` (the solution's boxed answer against the re-solve's)
     and the verdict. One mark, at the answer; the lines from the first one that differs from the solution's are
     where copying the solution would be wrong. The answer line does not say "boxed": a check that shares the
     solution's answer syntax teaches the generator to garble it.
 
-        Compute left to right: 28*4-18+80.
         28*4=112
         112-18=94
         94+80=174
@@ -133,9 +131,8 @@ def resolve(problem: str, solution: str) -> Check:
     boxed = BOXED_LINE.match(written[-1]) if written else None
     ok = boxed is not None and int(boxed.group(1)) == value
     lines.append(f"answer {boxed.group(1) if boxed else '?'} vs {value} {'+' if ok else '-'}")
-    restated = problem.strip()
-    disagrees = (False,) + tuple(k >= first_diff for k in range(len(steps))) + (not ok,)
-    return _finish([restated] + lines, [ok], disagrees)
+    disagrees = tuple(k >= first_diff for k in range(len(steps))) + (not ok,)
+    return _finish(lines, [ok], disagrees)
 
 
 # --- planted errors ----------------------------------------------------------------------------------------

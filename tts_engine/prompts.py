@@ -41,7 +41,7 @@ class PromptConfig:
     (RL^V); `check`, it first writes a check of every step after `check_suffix`, then the verdict."""
     check_suffix: str = CHECK_REQUEST
     """Appended to prompt + solution to ask for a step-by-step check (plain models; the `check` form and
-    process verifiers)."""
+    process verifiers); `{problem}` in it is replaced by the problem (restated next to the check)."""
     check_max_tokens: int = 256
     """Longest check a verifier may write, in tokens."""
 

@@ -209,7 +209,8 @@ def build_process_prompt(
         chat = backend.apply_chat_template(messages)
         if chat is not None:
             return chat
-    return prompt + solution + (config.check_suffix if form == "compact" else "\n\n" + PROCESS_INSTRUCTION + "\n")
+    request = config.check_suffix.replace("{problem}", problem) if form == "compact" else None
+    return prompt + solution + (request if request is not None else "\n\n" + PROCESS_INSTRUCTION + "\n")
 
 
 def _verdict_word_ids(backend, form: str, config: PromptConfig) -> tuple[int, int]:
