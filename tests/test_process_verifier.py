@@ -188,3 +188,56 @@ def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
     assert two.scores == pytest.approx([0.8, 0.2]) and two.status == "ok"
     assert one.scores == pytest.approx([0.2])  # its one mark ("? -") is the first step's score
     assert two.tokens > 0
+
+
+def test_resolved_prefix_ends_at_the_last_re_solved_line():
+    from tts_engine.verifiers.unified import resolved_prefix
+
+    check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 -\nverdict:No"
+    assert resolved_prefix(check) == "28*4=112\n112-18=94\n94+80="
+    assert resolved_prefix("94+80=174") == "94+80="  # a check cut before its answer line
+    assert resolved_prefix("answer 1 vs 2 -\nx=3") is None and resolved_prefix("nonsense") is None
+
+
+class ContinuationBackend(FakeBackend):
+    """FakeBackend that also scores continuations: log P = -1 per character unless the prompt ends in `favoured`."""
+
+    def __init__(self, texts, favoured):
+        super().__init__(texts)
+        self.favoured = favoured
+        self.continuation_queries = []
+
+    def continuation_logprobs(self, prompts, continuations):
+        self.continuation_queries.extend(zip(prompts, continuations))
+        return [-0.1 if c == self.favoured else -float(len(c)) for p, c in zip(prompts, continuations)]
+
+
+def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import ResolvingVerifier, make_unified_verifier
+
+    config = PromptConfig(
+        use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Again.\n", check_answer_score=True
+    )
+    check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 +\nverdict:Yes"
+    backend = ContinuationBackend([check, check, "no lines at all"], favoured="174\n")
+    verifier = make_unified_verifier(backend, config)
+    assert isinstance(verifier, ResolvingVerifier)
+    right, wrong, unread = "\\boxed{174}", "\\boxed{173}", "\\boxed{174}"
+    [[a, b, c]] = verifier.score(["q"], ["q\n"], [[right, wrong, unread]])
+    assert set(a.scores) == set(ResolvingVerifier.kinds)
+    assert a.scores["verifier_answer"] == pytest.approx(math.exp(-0.1))
+    assert b.scores["verifier_answer"] == pytest.approx(math.exp(-4.0))  # "173\n" is not what the re-solve favours
+    assert c.scores["verifier_answer"] == 0.0  # no re-solved line to score after
+    prompt, continuation = backend.continuation_queries[0]
+    assert prompt == "q\n" + right + "<|endoftext|>Again.\n28*4=112\n112-18=94\n94+80=" and continuation == "174\n"
+    assert len(backend.continuation_queries) == 2
+
+
+def test_resolving_verifier_needs_a_backend_that_scores_continuations():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import make_unified_verifier
+
+    config = PromptConfig(use_chat_template=False, verify_form="check", check_answer_score=True)
+    with pytest.raises(ValueError, match="scores continuations"):
+        make_unified_verifier(FakeBackend([]), config)

@@ -104,7 +104,9 @@ def check_prompt_config(base: PromptConfig, form: str = "check") -> PromptConfig
     if form == "yes_no":
         return replace(base, verify_form="yes_no", verify_suffix=YES_NO_SUFFIX)
     suffix = RESOLVE_SUFFIX if form == "resolve" else CHECK_SUFFIX
-    return replace(base, verify_form="check", check_suffix=suffix, check_max_tokens=256)
+    return replace(
+        base, verify_form="check", check_suffix=suffix, check_max_tokens=256, check_answer_score=form == "resolve"
+    )
 
 
 def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str, form: str = "check"):

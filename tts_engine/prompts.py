@@ -44,6 +44,9 @@ class PromptConfig:
     process verifiers); `{problem}` in it is replaced by the problem (restated next to the check)."""
     check_max_tokens: int = 256
     """Longest check a verifier may write, in tokens."""
+    check_answer_score: bool = False
+    """The check re-solves the problem (`... =R` lines, then `answer ...`): also score the solution's answer by
+    the checkpoint's own probability of writing it after the re-solve's last "=" (`verifier_answer`)."""
 
     def __post_init__(self) -> None:
         if "{problem}" not in self.template:

@@ -261,6 +261,26 @@ class HFBackend(TokenizerMethods):
         logp_yes, logp_no = fused_verifier_score(hidden, weight, yes_id, no_id)
         return list(zip(logp_yes.tolist(), logp_no.tolist()))
 
+    @torch.inference_mode()
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
+        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]
+        out = []
+        for start in range(0, len(rows), self.max_batch_rows):
+            part = rows[start : start + self.max_batch_rows]
+            width = max(len(p) + len(c) for p, c in part)
+            ids = torch.full((len(part), width), self.pad_id, dtype=torch.long, device=self.device)  # (B, T)
+            mask = torch.zeros_like(ids)
+            for b, (p, c) in enumerate(part):
+                ids[b, : len(p) + len(c)] = torch.tensor(p + c, device=self.device)
+                mask[b, : len(p) + len(c)] = 1
+            logits = self.model(input_ids=ids, attention_mask=mask).logits.float()  # (B, T, V)
+            logp = torch.log_softmax(logits, dim=-1)
+            for b, (p, c) in enumerate(part):
+                at = torch.arange(len(p) - 1, len(p) + len(c) - 1, device=self.device)  # positions predicting c
+                out.append(logp[b, at, torch.tensor(c, device=self.device)].sum().item())
+        return out
+
 
 def _eos_ids(model, tokenizer) -> set[int]:
     ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()

@@ -3,13 +3,21 @@
 from .base import SampleScore, Verifier
 from .likelihood import likelihood_score
 from .process import ProcessSampleScore, ProcessVerifier, parse_verification
-from .unified import SCORE_NORMS, CheckingVerifier, UnifiedVerifier, make_unified_verifier, yes_no_scores
+from .unified import (
+    SCORE_NORMS,
+    CheckingVerifier,
+    ResolvingVerifier,
+    UnifiedVerifier,
+    make_unified_verifier,
+    yes_no_scores,
+)
 
 __all__ = [
     "SampleScore",
     "Verifier",
     "UnifiedVerifier",
     "CheckingVerifier",
+    "ResolvingVerifier",
     "make_unified_verifier",
     "ProcessVerifier",
     "ProcessSampleScore",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Sequence
 
+from ..answers.extract import extract_answer
 from ..prompts import PromptConfig, build_verify_prompt
 from .base import SampleScore
 from .process import ProcessSampleScore, ProcessVerifier
@@ -106,8 +108,51 @@ class CheckingVerifier:
         return score
 
 
+ANSWER_LINE = re.compile(r"^answer\b", re.MULTILINE)
+
+
+def resolved_prefix(check: str) -> str | None:
+    """The check up to the "=" of its last re-solved line (before its `answer` line); None when it has none."""
+    found = ANSWER_LINE.search(check)
+    at = check.rfind("=", 0, found.start() if found else len(check))
+    return None if at < 0 else check[: at + 1]
+
+
+class ResolvingVerifier(CheckingVerifier):
+    """A checking verifier whose check solves the problem again: beside its verdict, `verifier_answer` is the
+    checkpoint's probability of writing the solution's answer (then a line break) right after the re-solve's last
+    "=", teacher-forced. It needs no comparison written by the model, only the re-solve. 0 when the solution has
+    no answer, the check has no re-solved line, or the check was too long to write."""
+
+    kinds = CheckingVerifier.kinds + ("verifier_answer",)
+
+    def __init__(self, backend, prompt_config: PromptConfig):
+        super().__init__(backend, prompt_config)
+        if not hasattr(backend, "continuation_logprobs"):
+            raise ValueError(f"check_answer_score needs a backend that scores continuations (hf); got {backend.name}")
+
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[ProcessSampleScore]]:
+        rows = super().score(questions, prompts, outputs)
+        flat_prompts = self.checker.prompts(questions, prompts, outputs)
+        flat = [(s, o) for row, outs in zip(rows, outputs) for s, o in zip(row, outs)]
+        queries = []
+        for k, (score, solution) in enumerate(flat):
+            prefix, answer = resolved_prefix(score.text), extract_answer(solution)
+            score.scores["verifier_answer"] = 0.0
+            if prefix is not None and answer is not None and score.status != "too_long":
+                queries.append((k, flat_prompts[k] + prefix, answer + "\n"))
+        logps = self.checker.backend.continuation_logprobs([q for _, q, _ in queries], [c for _, _, c in queries])
+        for (k, _, _), logp in zip(queries, logps):
+            flat[k][0].scores["verifier_answer"] = math.exp(logp)
+        return rows
+
+
 def make_unified_verifier(backend, prompt_config: PromptConfig):
     """The unified verifier the checkpoint was trained for (its `verify_form`)."""
     if prompt_config.verify_form == "check":
+        if prompt_config.check_answer_score:
+            return ResolvingVerifier(backend, prompt_config)
         return CheckingVerifier(backend, prompt_config)
     return UnifiedVerifier(backend, prompt_config)
