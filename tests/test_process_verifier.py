@@ -200,7 +200,7 @@ def test_resolved_prefix_ends_at_the_last_re_solved_line():
 
 
 class ContinuationBackend(FakeBackend):
-    """FakeBackend that also scores continuations: log P = -1 per character unless the prompt ends in `favoured`."""
+    """FakeBackend that also scores continuations: log P = -0.1 for `favoured`, -1 per character for any other."""
 
     def __init__(self, texts, favoured):
         super().__init__(texts)

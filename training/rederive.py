@@ -46,9 +46,9 @@ class Check:
     """Per written line (steps, then the answer line): True when the step checked out."""
     verdict: bool
     """True when every step and the answer checked out."""
-    disagrees: tuple[bool, ...] = ()
+    disagrees: tuple[bool, ...]
     """Per written line: True where the line's computed part differs from what the solution wrote there (copying
-    the solution would be wrong); empty: the lines whose mark is "-"."""
+    the solution would be wrong)."""
 
 
 def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
@@ -101,16 +101,17 @@ def rederive(problem: str, solution: str) -> Check:
     return _finish(out, marks)
 
 
-def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] = ()) -> Check:
+def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] | None = None) -> Check:
+    """The check with its verdict line; by default a line disagrees with the solution where its mark is "-"."""
     verdict = all(marks)
     text = "\n".join(lines + [VERDICT_PREFIX + ("Yes" if verdict else "No")])
-    return Check(text, tuple(marks), verdict, disagrees or tuple(not ok for ok in marks))
+    return Check(text, tuple(marks), verdict, tuple(not ok for ok in marks) if disagrees is None else disagrees)
 
 
 def resolve(problem: str, solution: str) -> Check:
-    """The re-solve check of `solution` (the request before it restates the problem): the problem solved again line by line in the solution's own form (the
-    arithmetic the model does best), then `answer S vs R` (the solution's boxed answer against the re-solve's)
-    and the verdict. One mark, at the answer; the lines from the first one that differs from the solution's are
+    """The re-solve check of `solution` (the request before it restates the problem): the problem solved again
+    line by line in the solution's own form (the arithmetic the model does best), then `answer S vs R` (the
+    solution's boxed answer against the re-solve's) and the verdict. One mark, at the answer; the lines from the first one that differs from the solution's are
     where copying the solution would be wrong. The answer line does not say "boxed": a check that shares the
     solution's answer syntax teaches the generator to garble it.
 

@@ -274,11 +274,10 @@ class HFBackend(TokenizerMethods):
             for b, (p, c) in enumerate(part):
                 ids[b, : len(p) + len(c)] = torch.tensor(p + c, device=self.device)
                 mask[b, : len(p) + len(c)] = 1
-            logits = self.model(input_ids=ids, attention_mask=mask).logits.float()  # (B, T, V)
-            logp = torch.log_softmax(logits, dim=-1)
+            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T, V)
             for b, (p, c) in enumerate(part):
-                at = torch.arange(len(p) - 1, len(p) + len(c) - 1, device=self.device)  # positions predicting c
-                out.append(logp[b, at, torch.tensor(c, device=self.device)].sum().item())
+                logp = torch.log_softmax(logits[b, len(p) - 1 : len(p) + len(c) - 1].float(), dim=-1)  # (C, V)
+                out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None]).sum().item())
         return out
 
 

@@ -209,8 +209,9 @@ def build_process_prompt(
         chat = backend.apply_chat_template(messages)
         if chat is not None:
             return chat
-    request = config.check_suffix.replace("{problem}", problem) if form == "compact" else None
-    return prompt + solution + (request if request is not None else "\n\n" + PROCESS_INSTRUCTION + "\n")
+    if form != "compact":
+        return prompt + solution + "\n\n" + PROCESS_INSTRUCTION + "\n"
+    return prompt + solution + config.check_suffix.replace("{problem}", problem)
 
 
 def _verdict_word_ids(backend, form: str, config: PromptConfig) -> tuple[int, int]:
