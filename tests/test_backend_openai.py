@@ -89,6 +89,8 @@ class FakeServer:
         return Handler
 
     def complete(self, body: dict) -> dict:
+        if body.get("echo"):
+            return self.echo(body["prompt"])
         ids = self.hf.encode(body["prompt"])
         if body["max_tokens"] == 1 and body.get("logprobs") == ob.TOP_LOGPROBS:
             return {
@@ -116,6 +118,13 @@ class FakeServer:
                 choice.update(token_ids=s.token_ids, prompt_token_ids=ids)
             choices.append(choice)
         return {"choices": choices, "usage": {"prompt_tokens": len(ids)}}
+
+    def echo(self, ids: list[int]) -> dict:
+        """The prompt (token ids) echoed with each token's log-prob (None for the first), then one greedy token."""
+        with torch.inference_mode():
+            logp = self.hf.model(torch.tensor([ids])).logits[0].float().log_softmax(-1)  # (T, V)
+        echoed = [None] + logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None]).squeeze(-1).tolist()
+        return {"choices": [{"index": 0, "text": "", "logprobs": {"token_logprobs": echoed + [float(logp[-1].max())]}}]}
 
     def top(self, body: dict, ids: list[int]) -> dict[str, float]:
         with torch.inference_mode():
@@ -234,6 +243,21 @@ def test_bound_for_an_absent_token():
     assert not exact and value == pytest.approx(math.log(0.2))  # 1 - 0.8 of mass is left
     value, _ = ob.token_logprob_or_bound({"a": math.log(0.9), "b": math.log(0.05)}, ["z"])
     assert value == pytest.approx(math.log(0.05))  # rarer than the last listed token
+
+
+def test_continuation_logprobs_match_the_hf_backend(server, hf):
+    continuations = ["3\n", "12 because", "y z"]
+    got = backend(server).continuation_logprobs(PROMPTS, continuations)
+    assert got == pytest.approx(hf.continuation_logprobs(PROMPTS, continuations), abs=1e-4)
+    assert server.bodies[-1]["echo"] and server.bodies[-1]["logprobs"] == 0
+
+
+def test_a_server_without_echoed_logprobs_fails_clearly():
+    with pytest.raises(ob.ServerError, match="echoed no prompt log-probs"):
+        ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, -1.0]}}]}, 1, 2)
+    with pytest.raises(ob.ServerError, match="echoed no prompt log-probs"):
+        ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, None, -1.0]}}]}, 1, 2)
+    assert ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, -1.0, -0.5, -9]}}]}, 1, 2) == -1.5
 
 
 def test_transient_errors_mid_run_are_retried(server):

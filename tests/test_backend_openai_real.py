@@ -110,3 +110,13 @@ def test_sampled_requests_with_seeds(server):
     out = backend.generate([f"Problem {i}: {i}*{i}=" for i in range(8)], SamplingParams(n=4, max_new_tokens=16, seed=3))
     assert [len(x) for x in out] == [4] * 8
     assert all(s.finish_reason in ("stop", "length") and len(s.logprobs) == s.num_tokens for x in out for s in x)
+
+
+def test_continuation_logprobs_through_a_real_server_match_hf(server):
+    from tts_engine.backends.hf import HFBackend
+    from tts_engine.backends.openai import OpenAIBackend
+
+    model, url = server
+    prompts, continuations = ["12+7=", "Compute 3*4.\n", "x y"], ["19\n", "12 because", " z"]
+    got = OpenAIBackend(model=model, base_url=url).continuation_logprobs(prompts, continuations)
+    assert got == pytest.approx(HFBackend(model, device="cpu").continuation_logprobs(prompts, continuations), abs=1e-3)

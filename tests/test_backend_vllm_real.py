@@ -83,6 +83,14 @@ def test_yes_no_logprobs_match_hf(vllm_backend, hf):
         assert gy == pytest.approx(wy, abs=1e-3) and gn == pytest.approx(wn, abs=1e-3)
 
 
+def test_continuation_logprobs_match_hf(vllm_backend, hf):
+    continuations = ["19\n", "12 because", "w"]
+    got = vllm_backend.continuation_logprobs(PROMPTS, continuations)
+    want = hf.continuation_logprobs(PROMPTS, continuations)
+    assert got == pytest.approx(want, abs=1e-3)
+    assert len(set(round(g, 3) for g in got)) == 3  # three different pairs, three different values
+
+
 def test_verification_prompt_hits_the_prefix_cache(vllm_backend):
     prompt = "".join(f"{i}+{i}={2 * i}. " for i in range(40)) + "\n"  # > 128 tokens: one CPU cache block
     solution = vllm_backend.generate([prompt], SamplingParams(n=1, temperature=0.0, max_new_tokens=8))[0][0]

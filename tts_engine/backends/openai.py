@@ -16,7 +16,9 @@ Verifier scores. `yes_no_logprobs` sends one `max_tokens=1` request per prompt w
 vLLM extension, `logprob_token_ids=[yes, no]` (exact log-probs of both tokens, whatever their rank). A server
 that ignores the extension returns only the top 20: a verdict token missing from them gets the upper bound
 log P(token) <= min(log p_20th, log(1 - sum of the top-20 probabilities)) (it is rarer than every listed token
-and than all of the unlisted mass together); the bound is logged once per call.
+and than all of the unlisted mass together); the bound is logged once per call. `continuation_logprobs`
+(teacher-forced log P(continuation | prompt), for the re-solving verifier) sends prompt + continuation as
+token ids with `echo` and `logprobs=0`, and sums the echoed log-probs of the continuation's tokens.
 """
 
 from __future__ import annotations
@@ -86,6 +88,23 @@ def build_verdict_body(model: str, prompt: str, yes_id: int, no_id: int, *, vllm
     if vllm_extensions:
         body.update(logprob_token_ids=[yes_id, no_id], return_tokens_as_token_ids=True)
     return body
+
+
+def build_continuation_body(model: str, token_ids: Sequence[int]) -> dict:
+    """A request that scores its own prompt (token ids): echoed with each token's log-prob, one token generated."""
+    return {"model": model, "prompt": list(token_ids), "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 0}
+
+
+def parse_continuation(response: dict, start: int, count: int) -> float:
+    """Sum of the echoed log-probs of prompt positions start .. start+count-1 (the continuation)."""
+    choices = response.get("choices") or []
+    echoed = ((choices[0].get("logprobs") or {}).get("token_logprobs") or []) if choices else []
+    values = echoed[start : start + count]
+    if len(values) < count or any(v is None for v in values):
+        raise ServerError(
+            "the server echoed no prompt log-probs for a continuation (it must support `echo` with `logprobs`)"
+        )
+    return float(sum(values))
 
 
 def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str], list[int]]) -> Sample:
@@ -403,6 +422,16 @@ class OpenAIBackend:
                 TOP_LOGPROBS,
             )
         return [(ly, ln) for ly, ln, _ in results]
+
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
+        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+
+        def one(index: int, pair: tuple[str, str]) -> float:
+            prompt_ids, continuation_ids = self.encode(pair[0]), self.encode(pair[1])
+            body = build_continuation_body(self.model, prompt_ids + continuation_ids)
+            return parse_continuation(self._post(index, pair[0], body), len(prompt_ids), len(continuation_ids))
+
+        return self._map(one, list(zip(prompts, continuations)))
 
     def _token_keys(self, token_id: int) -> list[str]:
         """How a server may name a token in top log-probs: `token_id:N` (vLLM) or its decoded text."""

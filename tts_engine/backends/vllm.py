@@ -11,7 +11,9 @@ without that option return raw log-probs already (its V1 sampler computes them f
 Verifier scores. `yes_no_logprobs` runs one decode step (`max_tokens=1`) per verification prompt and reads
 the full-vocabulary log-probs of the two verdict tokens: through `logprob_token_ids=[yes, no]` where the
 installed vLLM has it (exact, no top-k cut), else through `logprobs=-1` (the whole vocabulary; the engine is
-then built with `max_logprobs=-1`). Both are exact: no bound is needed.
+then built with `max_logprobs=-1`). Both are exact: no bound is needed. `continuation_logprobs` (teacher-forced
+log P(continuation | prompt), for the re-solving verifier) reads vLLM's prompt log-probs of prompt + continuation
+(`prompt_logprobs=0`: each prompt token's own log-prob) over the continuation's positions.
 
 `import tts_engine.backends.vllm` works without vLLM installed; constructing `VLLMBackend` needs it. The pure
 functions (`build_sampling_kwargs`, `parse_request_output`, `parse_yes_no`) take and return plain values and
@@ -147,6 +149,20 @@ def parse_yes_no(output, yes_id: int, no_id: int) -> tuple[float, float]:
     return _logprob_value(first[yes_id]), _logprob_value(first[no_id])
 
 
+def parse_continuation(output, start: int, count: int) -> float:
+    """Sum of the prompt log-probs of positions start .. start+count-1 (the continuation) of one request."""
+    positions, token_ids = output.prompt_logprobs, output.prompt_token_ids
+    if positions is None or len(positions) < start + count:
+        raise RuntimeError("vLLM returned no prompt log-probs for a continuation (prompt_logprobs unsupported?)")
+    total = 0.0
+    for k in range(start, start + count):
+        entry = None if positions[k] is None else positions[k].get(token_ids[k])
+        if entry is None:
+            raise RuntimeError(f"vLLM's prompt log-probs lack position {k} (token {token_ids[k]})")
+        total += _logprob_value(entry)
+    return total
+
+
 # --- checkpoint facts --------------------------------------------------------------------------------------
 def checkpoint_num_parameters(model_path: str | Path) -> int:
     """Parameters stored in a local checkpoint's safetensors files (read from their headers, no weights)."""
@@ -266,6 +282,18 @@ class VLLMBackend(TokenizerMethods):
         )
         outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
         return [parse_yes_no(out, yes_id, no_id) for out in outputs]
+
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
+        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        if not prompts:
+            return []
+        rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]
+        for i, (p, c) in enumerate(rows):
+            if len(p) + len(c) + 1 > self.max_model_len:
+                raise PromptTooLongError(i, len(p) + len(c), self.max_model_len)
+        sampling = self._vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0, detokenize=False)
+        outputs = self.llm.generate([{"prompt_token_ids": p + c} for p, c in rows], sampling, use_tqdm=False)
+        return [parse_continuation(out, len(p), len(c)) for out, (p, c) in zip(outputs, rows)]
 
 
 def _on_cpu() -> bool:

@@ -129,7 +129,9 @@ class ResolvingVerifier(CheckingVerifier):
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
         if not hasattr(backend, "continuation_logprobs"):
-            raise ValueError(f"check_answer_score needs a backend that scores continuations (hf); got {backend.name}")
+            raise ValueError(
+                f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
+            )
 
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
