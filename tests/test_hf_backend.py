@@ -89,3 +89,16 @@ def test_continuation_logprobs_sum_the_teacher_forced_token_log_probs(hf_backend
         expected = sum(logp[len(p) - 1 + k, t].item() for k, t in enumerate(c))
         assert value == pytest.approx(expected, abs=1e-4)
     assert got[0] != pytest.approx(hf_backend.continuation_logprobs(prompts[:1], ["16\n"])[0])
+
+
+def test_continuation_logprobs_reuse_the_prefix_cache_without_changing_values(tiny_model_dir):
+    from tts_engine.backends.hf import HFBackend
+
+    cold, warm = HFBackend(tiny_model_dir, prefix_cache_tokens=0), HFBackend(tiny_model_dir)
+    prompt = "Compute 12+3*4 and check it. "
+    written = warm.generate([prompt], SamplingParams(n=1, temperature=0.0, max_new_tokens=12))[0][0].text
+    prompts = [prompt + written[:6], prompt + written, "not cached at all "]  # cached: part, all, none
+    continuations = [written[6:9] or "x", "\n", "12"]
+    assert warm.cached_prefix_tokens(prompts) == [len(warm.encode(p)) - 1 for p in prompts[:2]] + [0]
+    got = warm.continuation_logprobs(prompts, continuations)
+    assert got == pytest.approx(cold.continuation_logprobs(prompts, continuations), abs=1e-4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -232,6 +233,12 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     prompt, continuation = backend.continuation_queries[0]
     assert prompt == "q\n" + right + "<|endoftext|>Again.\n28*4=112\n112-18=94\n94+80=" and continuation == "174\n"
     assert len(backend.continuation_queries) == 2
+    read = len(backend.encode(prompt)) + len(backend.encode(continuation))  # no prefix cache: all of it computed
+    plain = dataclasses.replace(config, check_answer_score=False)
+    [[checked, *_]] = make_unified_verifier(ContinuationBackend([check], "174\n"), plain).score(
+        ["q"], ["q\n"], [[right]]
+    )
+    assert a.tokens == checked.tokens + read  # the answer read counts as verifier compute
 
 
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():

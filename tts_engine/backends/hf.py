@@ -118,13 +118,15 @@ class HFBackend(TokenizerMethods):
             sample.num_cached_tokens = cached[slot[i]]
         return samples
 
-    def _forward_prompts(self, module, sequences: list[list[int]], **kwargs):
-        """One forward over left-padded prompts, each starting from the KV of its longest cached prefix.
+    def _forward_prompts(self, module, sequences: list[list[int]], reusable: list[int] | None = None, **kwargs):
+        """One forward over left-padded prompts, each starting from the KV of its longest cached prefix (of at
+        most `reusable` tokens; default all but the last, whose logits are needed).
 
         Returns the module's output (with its KV cache), the attention mask `# (U, P + R)` over cached
         prefixes (left-padded to P) and new tokens (left-padded to R), and each prompt's cached length.
         """
-        hits = [self.prefix_cache.longest(s[:-1]) if self.prefix_cache else (0, None) for s in sequences]
+        limits = reusable if reusable is not None else [len(s) - 1 for s in sequences]
+        hits = [self.prefix_cache.longest(s[:n]) if self.prefix_cache else (0, None) for s, n in zip(sequences, limits)]
         cached = [length for length, _ in hits]
         width = max(cached)
         ids, new_mask = left_pad([s[c:] for s, c in zip(sequences, cached)], self.pad_id)  # (U, R)
@@ -263,20 +265,22 @@ class HFBackend(TokenizerMethods):
 
     @torch.inference_mode()
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
-        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced. The
+        prompt's keys and values come from the prefix cache where it holds them (e.g. a check just written)."""
         rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]
+        for i, (p, c) in enumerate(rows):
+            if len(p) + len(c) > self.max_model_len:
+                raise PromptTooLongError(i, len(p) + len(c), self.max_model_len)
+        body, head = self.model.get_decoder(), self.model.get_output_embeddings()
         out = []
         for start in range(0, len(rows), self.max_batch_rows):
             part = rows[start : start + self.max_batch_rows]
-            width = max(len(p) + len(c) for p, c in part)
-            ids = torch.full((len(part), width), self.pad_id, dtype=torch.long, device=self.device)  # (B, T)
-            mask = torch.zeros_like(ids)
+            # At most len(p) - 1 cached tokens: the logits that predict the continuation must be computed.
+            result, _, _ = self._forward_prompts(body, [p + c for p, c in part], reusable=[len(p) - 1 for p, _ in part])
+            hidden = result.last_hidden_state  # (U, R, D): each row's uncached tokens, left-padded to R
             for b, (p, c) in enumerate(part):
-                ids[b, : len(p) + len(c)] = torch.tensor(p + c, device=self.device)
-                mask[b, : len(p) + len(c)] = 1
-            logits = self.model(input_ids=ids, attention_mask=mask).logits  # (B, T, V)
-            for b, (p, c) in enumerate(part):
-                logp = torch.log_softmax(logits[b, len(p) - 1 : len(p) + len(c) - 1].float(), dim=-1)  # (C, V)
+                first = hidden.shape[1] - len(c) - 1  # column of the prompt's last token
+                logp = torch.log_softmax(head(hidden[b, first : first + len(c)]).float(), dim=-1)  # (C, V)
                 out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None]).sum().item())
         return out
 

@@ -145,10 +145,23 @@ class ResolvingVerifier(CheckingVerifier):
             score.scores["verifier_answer"] = 0.0
             if prefix is not None and answer is not None and score.status != "too_long":
                 queries.append((k, flat_prompts[k] + prefix, answer + "\n"))
-        logps = self.checker.backend.continuation_logprobs([q for _, q, _ in queries], [c for _, _, c in queries])
-        for (k, _, _), logp in zip(queries, logps):
+        backend = self.checker.backend
+        computed = self._computed_tokens([q for _, q, _ in queries], [c for _, _, c in queries])
+        logps = backend.continuation_logprobs([q for _, q, _ in queries], [c for _, _, c in queries])
+        for (k, _, _), logp, tokens in zip(queries, logps, computed):
             flat[k][0].scores["verifier_answer"] = math.exp(logp)
+            flat[k][0].tokens += tokens
         return rows
+
+    def _computed_tokens(self, queries: list[str], continuations: list[str]) -> list[int]:
+        """Tokens the answer read computes: query + continuation, less what the prefix cache holds of the query."""
+        backend = self.checker.backend
+        cached = (
+            backend.cached_prefix_tokens(queries) if hasattr(backend, "cached_prefix_tokens") else [0] * len(queries)
+        )
+        return [
+            len(backend.encode(q)) + len(backend.encode(c)) - hit for q, c, hit in zip(queries, continuations, cached)
+        ]
 
 
 def make_unified_verifier(backend, prompt_config: PromptConfig):
