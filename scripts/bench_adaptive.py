@@ -42,7 +42,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--confidence-over",
         default="answered",
-        choices=["answered", "all"],
+        choices=["answered", "all", "samples"],
         help="confidence as a share of the answered samples or of all samples",
     )
     ap.add_argument("--n", type=int, default=8, help="samples per problem of the length runs")

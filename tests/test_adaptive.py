@@ -147,6 +147,10 @@ def test_a_problem_whose_samples_all_stopped_is_not_continued(engine, calls):
 
 def test_confidence_from_is_validated_and_recorded(engine):
     assert confidence_key(engine, None) == "weighted:verifier_yes_no"
+    from types import SimpleNamespace
+
+    resolving = SimpleNamespace(verifier=SimpleNamespace(headline_kind="verifier_answer"), score_norm="yes_no")
+    assert confidence_key(resolving, None) == "weighted:verifier_answer"  # the verifier names its headline
     records = solve_adaptive_length(
         engine, PROBLEMS[:1], n=2, budgets=[4], tau=0.5, confidence_from="majority", progress=False
     )
@@ -266,6 +270,15 @@ def test_confidence_over_all_samples_counts_the_unanswered_ones():
     assert record_confidence(record, "majority") == 1.0
     assert record_confidence(record, "majority", "all") == 0.5
     assert record_confidence(record, "weighted:verifier_yes_no", "all") == pytest.approx(1.5 / 2.0)
+    assert record_confidence(record, "weighted:verifier_yes_no", "samples") == pytest.approx(1.5 / 4)
+    assert record_confidence(record, "majority", "samples") == 0.5  # majority: the same as "all"
+
+
+def test_confidence_over_samples_counts_a_verifiers_doubt():
+    doubted = [{"answer_class": 0, "scores": {"verifier_answer": 0.05}}] * 2  # two samples, same answer, rejected
+    record = {"samples": doubted, "strategies": {"weighted:verifier_answer": {"confidence": 1.0}}}
+    assert record_confidence(record, "weighted:verifier_answer") == 1.0  # a share among themselves: would stop
+    assert record_confidence(record, "weighted:verifier_answer", "samples") == pytest.approx(0.05)
 
 
 @pytest.mark.parametrize("over, rounds", [("answered", 1), ("all", 2)])

@@ -7,8 +7,9 @@
   (after at least min_n samples) or at max_n.
 
 Confidence is that of one strategy's vote (`confidence_from`, a key of a record's "strategies"; default the
-headline: `weighted:verifier_<score_norm>` with a verifier, else `majority`), as a share of the answered
-samples (the vote's own confidence) or, with `confidence_over="all"`, of all samples. Records are the engine's
+headline: weighted by the verifier's `headline_kind` where it names one, else by `verifier_<score_norm>`;
+`majority` without a verifier), as a share of the answered samples (the vote's own confidence) or of all
+samples or of the number of samples (`confidence_over`, see CONFIDENCE_OVER). Records are the engine's
 (`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
 with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
 """
@@ -82,27 +83,33 @@ def strategy_keys(engine) -> list[str]:
 def confidence_key(engine, confidence_from: str | None) -> str:
     """The strategy whose vote confidence is compared with tau: the given one, else the headline."""
     if confidence_from is None:
-        return f"weighted:verifier_{engine.score_norm}" if engine.verifier is not None else "majority"
+        if engine.verifier is None:
+            return "majority"
+        return f"weighted:{getattr(engine.verifier, 'headline_kind', None) or f'verifier_{engine.score_norm}'}"
     keys = strategy_keys(engine)
     if confidence_from not in keys:
         raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
     return confidence_from
 
 
-CONFIDENCE_OVER = ("answered", "all")
-"""What a confidence is a share of: the scores of the samples with an answer (the vote's own confidence), or
-of all samples, so that samples with no answer yet (cut short, unparsable) count against stopping."""
+CONFIDENCE_OVER = ("answered", "all", "samples")
+"""What a confidence is a share of: the scores of the samples with an answer (the vote's own confidence); of all
+samples, so that samples with no answer yet (cut short, unparsable) count against stopping; or of the number of
+samples (each could give at most 1), so that a verifier's scores count as beliefs: two samples it rejects give
+confidence near 0, not the 1.0 of a share among themselves."""
 
 
 def record_confidence(record: dict[str, Any], key: str, over: str = "answered") -> float:
-    """The confidence of strategy `key`'s vote in a record, as a share of the answered or of all samples."""
+    """The confidence of strategy `key`'s vote in a record, as a share of the answered samples' scores, of all
+    samples' scores, or of the number of samples (see CONFIDENCE_OVER)."""
     confidence = record["strategies"][key]["confidence"]
     if over == "answered":
         return confidence
     kind = key.split(":", 1)[1] if ":" in key else None  # majority weighs every sample 1
     weights = [s["scores"][kind] if kind else 1.0 for s in record["samples"]]
     answered = sum(w for w, s in zip(weights, record["samples"]) if s["answer_class"] >= 0)
-    return round(confidence * answered / sum(weights), 6) if sum(weights) > 0 else 0.0
+    whole = len(weights) if over == "samples" else sum(weights)
+    return round(confidence * answered / whole, 6) if whole > 0 else 0.0
 
 
 def check_confidence_over(over: str) -> str:
@@ -123,8 +130,9 @@ class AdaptiveConfig:
     """Strategy key whose vote confidence is compared with tau (default weighted:verifier_<score-norm> with a
     verifier, else majority)."""
     confidence_over: str = setting("answered", choices=CONFIDENCE_OVER)
-    """Confidence as a share of the samples with an answer, or of all samples (samples with no answer yet then
-    count against stopping)."""
+    """Confidence as a share of the scores of the samples with an answer, of all samples' scores (samples with
+    no answer yet then count against stopping), or of the number of samples (a verifier's doubt counts against
+    stopping: use it with a verifier's weighted vote)."""
     wave: int = 4
     """adaptive-n: samples per wave."""
     min_n: int = 4

@@ -125,6 +125,8 @@ class ResolvingVerifier(CheckingVerifier):
     no answer, the check has no re-solved line, or the check was too long to write."""
 
     kinds = CheckingVerifier.kinds + ("verifier_answer",)
+    headline_kind = "verifier_answer"
+    """The score adaptive strategies take their confidence from by default (the written verdict is weaker)."""
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
