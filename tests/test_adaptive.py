@@ -199,16 +199,29 @@ def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
         assert record["adaptive"]["waves"] == 2 and record["adaptive"]["stopped_because"] == "confident"
 
 
-def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls):
+def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls, monkeypatch):
+    scored = {}  # problem id -> verifier tokens of every sample every wave scored
+    original = engine.score_samples
+
+    def score_samples(problems, *args, **kwargs):
+        records = original(problems, *args, **kwargs)
+        for p, r in zip(problems, records):
+            scored[p.id] = scored.get(p.id, 0) + sum(s["verifier_tokens"] for s in r["samples"])
+        return records
+
+    monkeypatch.setattr(engine, "score_samples", score_samples)
     records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6, progress=False)
     assert [c[1].n for c in calls] == [3, 3, 1]
     assert len({c[1].seed for c in calls}) == 3
     for record in records:
         block = record["adaptive"]
         assert block["n_used"] == 7 == len(record["samples"]) and block["stopped_because"] == "max_n"
-        # Each distinct sample is verified once, however many waves re-voted over it.
-        texts = {s["text"]: s["verifier_tokens"] for s in record["samples"]}
-        assert block["verifier_tokens_spent"] == sum(texts.values())
+        # Every wave re-scores all samples so far (3, then 6, then 7), and all of it counts.
+        assert (
+            block["verifier_tokens_spent"]
+            == scored[record["id"]]
+            > sum(s["verifier_tokens"] for s in record["samples"])
+        )
 
 
 def test_waves_draw_new_samples_and_the_first_wave_matches_a_fixed_run(engine):

@@ -390,17 +390,14 @@ class _Track:
 
     confidences: list[float] = field(default_factory=list)
     verifier_tokens: int = 0
-    scored_texts: set[str] = field(default_factory=set)
+    """Every round re-scores all of the problem's samples, so every round's verifier tokens count."""
     time_s: float = 0.0
     """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
     def observe(self, record: dict[str, Any], rule: _Rule) -> float:
         confidence = record_confidence(record, rule.key, rule.over)
         self.confidences.append(confidence)
-        for sample in record["samples"]:
-            if sample["text"] not in self.scored_texts:
-                self.scored_texts.add(sample["text"])
-                self.verifier_tokens += sample["verifier_tokens"]
+        self.verifier_tokens += sum(sample["verifier_tokens"] for sample in record["samples"])
         return confidence
 
 
