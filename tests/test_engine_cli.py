@@ -49,6 +49,23 @@ def test_solve_writes_complete_records(engine, problems_file, tmp_path):
     assert record["judged_pairs"] == 0
 
 
+def test_each_distinct_sample_is_verified_once(tiny_model_dir, problems_file):
+    engine = Engine(tiny_model_dir)
+    sent = []
+    score = engine.verifier.score
+    engine.verifier.score = lambda questions, prompts, outputs: (
+        sent.append(outputs) or score(questions, prompts, outputs)
+    )
+    problems = load_problems(problems_file)[:2]
+    greedy = engine.solve(problems, n=4, temperature=0.0, max_new_tokens=8, progress=False)  # 4 equal samples each
+    assert [len(outs) for outs in sent[0]] == [1, 1]  # one text per problem reached the verifier
+    for record in greedy:
+        first, *repeats = record["samples"]
+        assert first["verifier_tokens"] > 0 and all(r["verifier_tokens"] == 0 for r in repeats)
+        assert all(r["scores"] == first["scores"] for r in repeats)
+        assert record["compute"]["verifier_tokens"] == first["verifier_tokens"]
+
+
 def test_undecided_grades_say_why(engine, tmp_path):
     path = tmp_path / "text.jsonl"
     path.write_text(json.dumps({"id": "t", "problem": "Who wins?", "answer": "Alice wins the game"}) + "\n")

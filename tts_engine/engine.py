@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -170,11 +171,7 @@ class Engine:
         )
         judged = set(report.judged_indices)
         verify_started = time.perf_counter()
-        verdicts = (
-            self.verifier.score([p.text for p in problems], prompts, [[s.text for s in row] for row in samples])
-            if self.verifier
-            else None
-        )
+        verdicts = self._verify(problems, prompts, samples) if self.verifier else None
         verify_elapsed = (time.perf_counter() - verify_started) / max(1, len(problems))
         elapsed = (time.perf_counter() - started) / max(1, len(problems))
         records, offset = [], 0
@@ -201,6 +198,25 @@ class Engine:
             record["verify_time_s"] = round(verify_elapsed, 4)
             records.append(record)
         return records
+
+    def _verify(self, problems, prompts, samples) -> list[list[Any]]:
+        """The verifier's score of every sample; each distinct text of a problem is scored once, and a repeat is a
+        copy of that score that computed nothing (tokens 0). Verifier prompts are seeded by their text, so a
+        repeat would have been scored the same. A verifier whose scores belong to samples rather than texts
+        (`scores_by_text = False`, e.g. a search's beams) scores every sample."""
+        if not getattr(self.verifier, "scores_by_text", True):
+            return self.verifier.score([p.text for p in problems], prompts, [[s.text for s in row] for row in samples])
+        distinct = [list(dict.fromkeys(s.text for s in row)) for row in samples]
+        scored = self.verifier.score([p.text for p in problems], prompts, distinct)
+        verdicts = []
+        for row, texts, scores in zip(samples, distinct, scored):
+            first, seen, row_verdicts = dict(zip(texts, scores)), set(), []
+            for sample in row:
+                score = first[sample.text]
+                row_verdicts.append(score if sample.text not in seen else replace(score, tokens=0))
+                seen.add(sample.text)
+            verdicts.append(row_verdicts)
+        return verdicts
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):
         sample_records = []

@@ -307,6 +307,7 @@ class _StepVerdicts:
 
     name = "search"
     kinds = SCORE_KINDS
+    scores_by_text = False  # two beams with the same text keep their own step scores
 
     def __init__(self, rows: list[list[SampleScore]]):
         self.rows = rows
