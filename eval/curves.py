@@ -114,7 +114,9 @@ def compute_curves(
     strategies = {}
     for name, values in accuracy.items():
         entry = summarize_rows(values, num_drawn, [True] * len(ks) if name == PASS_AT_K else exact)
-        entry["compute"] = compute_axes(name, ks, scored.num_tokens, scored.verifier_tokens, scored.num_parameters)
+        entry["compute"] = compute_axes(
+            name, ks, scored.num_tokens, scored.verifier_tokens, scored.num_parameters, scored.text_ids
+        )
         strategies[name] = entry
     return {
         "label": label,

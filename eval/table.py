@@ -42,6 +42,8 @@ class ResultsTable:
     """The `run` block of the first record (model, num_parameters, n, ...)."""
     notes: list[str] = field(default_factory=list)
     """What was adjusted while reading (truncated samples, dropped problems, missing scores)."""
+    text_ids: np.ndarray | None = None
+    """(P, N) int: samples of a problem with the same text share an id (the engine verifies a text once)."""
 
     @property
     def num_problems(self) -> int:
@@ -71,6 +73,7 @@ class ResultsTable:
             verifier_tokens=self.verifier_tokens[idx],
             run=self.run,
             notes=list(self.notes),
+            text_ids=None if self.text_ids is None else self.text_ids[idx],
         )
 
 
@@ -119,11 +122,14 @@ def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
     scores = {kind: np.full((p, n), np.nan) for kind in kinds}
     num_tokens = np.zeros((p, n))
     verifier_tokens = np.zeros((p, n))
+    text_ids = np.zeros((p, n), dtype=np.int64)
     has_reference = np.zeros(p, dtype=bool)
     correct_lists = []
     for i, record in enumerate(records):
         arrays = (class_ids, sample_correct, scores, num_tokens, verifier_tokens)
         correct_lists.append(_read_problem(record, n, i, *arrays))
+        texts: dict[str, int] = {}
+        text_ids[i] = [texts.setdefault(str(s.get("text")), len(texts)) for s in record["samples"][:n]]
         has_reference[i] = record.get("reference") is not None
     class_correct = _pad_classes(correct_lists, class_ids)
     _note_missing_scores(scores, notes)
@@ -141,6 +147,7 @@ def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
         verifier_tokens=verifier_tokens,
         run=dict(records[0].get("run") or {}),
         notes=notes,
+        text_ids=text_ids,
     )
 
 

@@ -230,3 +230,20 @@ def test_a_search_run_has_one_budget_k_equals_n():
     assert any("only k = N = 8" in note for note in curves["notes"])
     plain = compute_curves(table_from_records(synthetic_records(6, 8, seed=1)), num_subsets=50)
     assert plain["k"] == [1, 2, 4, 8]
+
+
+def test_verifier_tokens_of_texts_verified_once():
+    from itertools import combinations
+
+    from eval.compute import expected_verifier_tokens
+
+    # One problem, N = 4: text A drawn 3 times (verified once: 90, then 0, 0), text B once (30).
+    tokens, text_ids = np.array([[90.0, 0.0, 30.0, 0.0]]), np.array([[0, 0, 1, 0]])
+    brute = []
+    for k in (1, 2, 3, 4):  # every k-subset: A's 90 once if any A is drawn, B's 30 if B is
+        subsets = list(combinations(range(4), k))
+        brute.append(sum(90 * any(j != 2 for j in s) + 30 * (2 in s) for s in subsets) / len(subsets))
+    np.testing.assert_allclose(expected_verifier_tokens(tokens, text_ids, [1, 2, 3, 4]), brute)
+    # Samples that each recorded their own tokens (no repeat at 0) cost their own, k x the mean.
+    own = np.array([[50.0, 50.0, 30.0, 30.0]])
+    np.testing.assert_allclose(expected_verifier_tokens(own, np.array([[0, 0, 1, 1]]), [2]), [80.0])
