@@ -233,7 +233,7 @@ def run_table(
     n: int = 16,
     limit_per_level: int | None = None,
     seed: int = 0,
-    verifier_max_new_tokens: int = 48,
+    verifier_max_new_tokens: int | None = None,
     unified: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
@@ -343,6 +343,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--per-level", type=int, default=None, help="Only the first K problems of each level.")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--verifier-max-new-tokens", type=int, default=None, help="Longest verification (default: each verifier's own)."
+    )
     args = parser.parse_args()
     import torch
 
@@ -354,6 +357,7 @@ def main() -> None:
         n=args.n,
         limit_per_level=args.per_level,
         unified=_named(args.unified, "--unified"),
+        verifier_max_new_tokens=args.verifier_max_new_tokens,
     )
     print(markdown_table(result))
 

@@ -203,3 +203,55 @@ def test_resolve_request_restates_the_problem_next_to_the_check():
         PROBLEM + "\n" + SOLUTION + "<|endoftext|>Solve it again and compare.\n" + PROBLEM + "\n"
     )
     assert tokenizer.decode(target, skip_special_tokens=True) == resolve(PROBLEM, SOLUTION).text
+
+
+def test_a_models_recomputations_decide_the_marks():
+    wrong_product = rederive(PROBLEM, SOLUTION, derived=[102, 112, 174])  # the model got 28*4 wrong
+    assert wrong_product.text.split("\n")[0] == "4*28=102 vs 112 -"
+    assert wrong_product.marks == (False, True, True, True) and not wrong_product.verdict
+    unread = rederive(PROBLEM, SOLUTION, derived=[112, None, 174])
+    assert unread.text.split("\n")[1] == "94+18=? vs 112 -"
+    assert rederive(PROBLEM, SOLUTION, derived=[112, 112, 174]).text == rederive(PROBLEM, SOLUTION).text
+    with pytest.raises(ValueError, match="one derived value per read step"):
+        rederive(PROBLEM, SOLUTION, derived=[112])
+
+
+def test_recompute_queries_ask_each_re_derivation_as_the_next_line_the_problem_calls_for():
+    from tts_engine.training.rederive import read_solution
+
+    queries = read_solution(PROBLEM, SOLUTION).recompute_queries(PROBLEM)
+    assert queries == [
+        (PROBLEM, "28*4="),
+        ("Compute left to right: 28*4-18+18+80.", "28*4=112\n112-18=94\n94+18="),  # the inverse of the subtraction
+        (PROBLEM, "28*4=112\n112-18=94\n94+80="),
+    ]
+    assert read_solution(PROBLEM, "28*4=112\nI do not know\n").recompute_queries(PROBLEM) == [(PROBLEM, "28*4=")]
+
+
+def test_recomputed_checks_carry_the_models_values():
+    from types import SimpleNamespace
+
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.training.tango_rederive import recomputed_checks
+
+    class Backend:  # answers each query with a value of its own: 28*4 wrong, the rest right
+        answers = {"28*4=": "102\n", "94+18=": "112\n", "94+80=": "174\n"}
+
+        def generate(self, prompts, params):
+            assert params.temperature == 0.0 and params.stop == ["\n"]
+            return [[SimpleNamespace(text=self.answers[p.rsplit("\n", 1)[-1]])] for p in prompts]
+
+    config = PromptConfig(use_chat_template=False)
+    bad_answer = SOLUTION.replace("{174}", "{175}")
+    checks = recomputed_checks(Backend(), config, [PROBLEM, PROBLEM], [SOLUTION, bad_answer])
+    assert checks[0].marks == (False, True, True, True)
+    assert checks[1].marks == (False, True, True, False)
+
+
+def test_with_verdict_relabels_only_the_verdict():
+    from tts_engine.training.rederive import with_verdict
+
+    check = rederive(PROBLEM, SOLUTION)
+    relabelled = with_verdict(check, False)
+    assert relabelled.split("\n")[:-1] == check.text.split("\n")[:-1]
+    assert relabelled.endswith("verdict:No") and with_verdict(check, True) == check.text

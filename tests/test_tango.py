@@ -175,3 +175,37 @@ def test_step_label_diagnostic_marks_the_first_step_off_the_reference():
     assert reference_first_error("1+2=4\n4*2=8\n\\boxed{8}", ref) == 0
     assert reference_first_error("1+2=3\n3*2=7\n\\boxed{7}", ref) == 1
     assert reference_first_error("1+2=3\n3*2=6\n\\boxed{6}\nmore", ref) == 3
+
+
+def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.training import checkpoint as ckpt
+    from tts_engine.training.tango import TangoConfig, train_tango
+    from tts_engine.training.tango_rederive import REDERIVE_SUFFIX
+
+    model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
+    ckpt.save_model(tmp_path / "init", model, tok, ckpt.task_prompt_config())
+    config = TangoConfig(
+        init_dir=str(tmp_path / "init"),
+        out_dir=str(tmp_path / "run"),
+        verifier_form="rederive",
+        verifier_mode="sft",
+        warmup_steps=1,
+        rl_steps=4,
+        prompts_per_step=2,
+        group_size=2,
+        verifier_problems=2,
+        verifier_rollouts=2,
+        verifier_group=2,
+        max_new_tokens=12,
+        verifier_max_new_tokens=20,
+    )
+    train_tango(config, progress=False, log=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in records] == ["warmup", "generator", "generator", "generator", "verifier"]
+    # an untrained model's rollouts are wrong: its own checks say No, and so do the outcome-labelled targets
+    assert all(r["target_verdict_match"] == 1.0 for r in records if "target_verdict_match" in r)
+    assert "verifier_sft_loss" in records[-1]  # the sft baseline's verifier step
+    served = PromptConfig.load(tmp_path / "run" / "verifier")
+    assert served.check_suffix == REDERIVE_SUFFIX and served.check_max_tokens == 20

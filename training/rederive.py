@@ -64,41 +64,110 @@ def apply(value: int, op: str, operand: int) -> int:
     return value + operand if op == "+" else value - operand if op == "-" else value * operand
 
 
-def check_step(op: str, operand: int, carried: int, written: int) -> tuple[str, bool]:
-    """One verification line: the re-derivation, the value it is compared with, and the mark."""
-    if op == "-":
-        derived, against, expr = written + operand, carried, f"{written}+{operand}"
-    else:
-        derived, against, expr = apply(operand, op, carried), written, f"{operand}{op}{carried}"
-    ok = derived == against
-    return f"{expr}={derived} vs {against} {'+' if ok else '-'}", ok
+@dataclass(frozen=True)
+class StepCheck:
+    """One solution step as its check sees it: the problem's operation and operand, the value the solution
+    carried into the step (its previous line's result, or the start value) and the result it wrote."""
+
+    op: str
+    operand: int
+    carried: int
+    written: int
+
+    @property
+    def in_solution_order(self) -> str:
+        """The sum or product the check re-derives, written as a solution line would start (what a model is asked
+        to compute as its next line): `carried op operand`, or for a subtraction its inverse `written+operand`."""
+        return f"{self.written}+{self.operand}" if self.op == "-" else f"{self.carried}{self.op}{self.operand}"
+
+    def exact(self) -> int:
+        """The re-derived value, computed here."""
+        return self.written + self.operand if self.op == "-" else apply(self.carried, self.op, self.operand)
+
+    def line(self, derived: int | None) -> tuple[str, bool]:
+        """The verification line for a re-derived value (None: none could be read) and its mark."""
+        if self.op == "-":
+            expr, against = f"{self.written}+{self.operand}", self.carried
+        else:
+            expr, against = f"{self.operand}{self.op}{self.carried}", self.written
+        ok = derived == against
+        return f"{expr}={'?' if derived is None else derived} vs {against} {'+' if ok else '-'}", ok
 
 
-def rederive(problem: str, solution: str) -> Check:
-    """The check of `solution` (the text after the prompt) for a task `problem`."""
-    start, steps = problem_steps(problem)
+@dataclass(frozen=True)
+class ReadSolution:
+    """What a check reads off a solution: its non-blank lines and its steps up to the first unreadable one."""
+
+    lines: list[str]
+    steps: list[StepCheck]
+    """Every step whose result could be read, in order, up to the first that could not."""
+    complete: bool
+    """Every step of the problem could be read."""
+    carried: int
+    """The value the last read step carried out (the start value when none was read)."""
+
+    def recompute_queries(self, problem: str) -> list[tuple[str, str]]:
+        """Per step, (problem, solution text) after which a model computes the step's re-derivation as its next
+        solution line, where its problem says that line comes: the lines before the step, then
+        `carried op operand=`; for a subtraction, the step's own line, then `written+operand=`, asked of the
+        problem with `+operand` put after the step (so the line is the one the problem calls for)."""
+        start, ops = problem_steps(problem)
+        queries = []
+        for k, step in enumerate(self.steps):
+            asked, before = problem, self.lines[:k]
+            if step.op == "-":
+                inverse = ops[: k + 1] + [("+", step.operand)] + ops[k + 1 :]
+                asked = "Compute left to right: " + str(start) + "".join(f"{o}{x}" for o, x in inverse) + "."
+                before = self.lines[: k + 1]
+            queries.append((asked, "".join(line + "\n" for line in before) + step.in_solution_order + "="))
+        return queries
+
+
+def read_solution(problem: str, solution: str) -> ReadSolution:
+    """The steps of `solution` (the text after the prompt) for a task `problem`."""
+    start, ops = problem_steps(problem)
     lines = [line.strip() for line in solution.strip().split("\n") if line.strip()]
-    out, marks, carried = [], [], start
-    for k, (op, operand) in enumerate(steps):
+    steps, carried = [], start
+    for k, (op, operand) in enumerate(ops):
         found = LINE_RESULT.search(lines[k]) if k < len(lines) else None
         if found is None:
-            out.append(UNREADABLE)
-            marks.append(False)
-            return _finish(out, marks)
-        written = int(found.group(1))
-        line, ok = check_step(op, operand, carried, written)
+            return ReadSolution(lines, steps, False, carried)
+        steps.append(StepCheck(op, operand, carried, int(found.group(1))))
+        carried = steps[-1].written
+    return ReadSolution(lines, steps, True, carried)
+
+
+def rederive(problem: str, solution: str, derived: list[int | None] | None = None) -> Check:
+    """The check of `solution` (the text after the prompt) for a task `problem`. `derived`: the re-derived value
+    of each read step (None where none could be read); by default computed here, exactly. A model's own
+    recomputations (`ReadSolution.recompute_texts`) give the check that model would write, marks and all."""
+    read = read_solution(problem, solution)
+    values = [step.exact() for step in read.steps] if derived is None else derived
+    if len(values) != len(read.steps):
+        raise ValueError(f"need one derived value per read step ({len(read.steps)}), got {len(values)}")
+    out, marks = [], []
+    for step, value in zip(read.steps, values):
+        line, ok = step.line(value)
         out.append(line)
         marks.append(ok)
-        carried = written
-    boxed = BOXED_LINE.match(lines[len(steps)]) if len(lines) == len(steps) + 1 else None
+    if not read.complete:
+        out.append(UNREADABLE)
+        marks.append(False)
+        return _finish(out, marks)
+    boxed = BOXED_LINE.match(read.lines[-1]) if len(read.lines) == len(read.steps) + 1 else None
     if boxed is None:
         out.append(f"boxed {UNREADABLE}")
         marks.append(False)
     else:
-        ok = int(boxed.group(1)) == carried
-        out.append(f"boxed {boxed.group(1)} vs {carried} {'+' if ok else '-'}")
+        ok = int(boxed.group(1)) == read.carried
+        out.append(f"boxed {boxed.group(1)} vs {read.carried} {'+' if ok else '-'}")
         marks.append(ok)
     return _finish(out, marks)
+
+
+def with_verdict(check: Check, verdict: bool) -> str:
+    """The check's text with its verdict line replaced (an outcome-labelled target)."""
+    return check.text.rsplit("\n", 1)[0] + "\n" + VERDICT_PREFIX + ("Yes" if verdict else "No")
 
 
 def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] | None = None) -> Check:

@@ -1,7 +1,9 @@
 """Tango (arXiv 2505.15034): a generator and a process-level generative verifier, co-trained by RL.
 
 Both start from the SFT checkpoint. The verifier is first warmed up by SFT of its output format on the
-generator's rollouts, with verdicts from the rule-based outcome only (tango_rewards.warm_start_target). Then
+generator's rollouts, never with step labels: in the `marks` form, verdicts from the rule-based outcome only
+(tango_rewards.warm_start_target); in the `rederive` form, checks whose every re-derived value the generator (same
+start as the verifier) computed itself (tango_rederive.recomputed_checks). Then
 generator and verifier RL steps interleave, `ratio` generator steps per verifier step:
 
 - generator step: G rollouts per problem; outcome reward from the rule-based checker; the verifier (greedy)
@@ -22,7 +24,7 @@ import json
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -39,7 +41,9 @@ from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
+from .rederive import with_verdict
 from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
+from .tango_rederive import REDERIVE_SUFFIX, VERIFIER_FORMS, recomputed_checks
 from .task import ProblemStream, held_out_texts
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
@@ -70,6 +74,8 @@ class TangoConfig(TrainConfig):
     """Mix the verifier's step rewards into the generator's advantage; False = plain outcome GRPO/RLOO."""
     verifier_mode: str = setting("rl", choices=VERIFIER_MODES)
     """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
+    verifier_form: str = setting("marks", choices=VERIFIER_FORMS)
+    """What the verifier writes per step: "marks" (`1:+`) or "rederive" (a re-derivation, then its mark)."""
     alpha_start: float = 0.1
     """Process-reward weight at the first generator step."""
     alpha_end: float = 0.001
@@ -110,6 +116,8 @@ class TangoConfig(TrainConfig):
         super().__post_init__()
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.verifier_form not in VERIFIER_FORMS:
+            raise ValueError(f"verifier_form must be one of {VERIFIER_FORMS}, got {self.verifier_form!r}")
         if self.verifier_mode not in VERIFIER_MODES:
             raise ValueError(f"verifier_mode must be one of {VERIFIER_MODES}, got {self.verifier_mode!r}")
         if self.ratio < 1:
@@ -126,6 +134,23 @@ class TangoConfig(TrainConfig):
     @property
     def total_steps(self) -> int:
         return self.warmup_steps + self.rl_steps
+
+
+@dataclass
+class VerifierBatch:
+    """Rollouts picked for a verifier step, flat: one entry per rollout."""
+
+    vprompts: list[str]
+    """Verification prompts (generation prompt + solution + the verifier's request)."""
+    problems: list[str]
+    prompts: list[str]
+    """Generation prompts."""
+    solutions: list
+    """The rollouts (backend Samples)."""
+    truth: list[bool]
+    """Rule-based outcome of each rollout."""
+    outcomes: torch.Tensor
+    """Outcomes of every rollout drawn, before picking `# (P, n)`."""
 
 
 class Role:
@@ -172,6 +197,10 @@ class TangoTrainer:
         ver_src = self.out / "verifier" if resume else Path(c.verifier_init_dir or c.init_dir)
         self.gen = Role(gen_src, self.out / "generator", c.lr)
         self.ver = Role(ver_src, self.out / "verifier", c.verifier_lr)
+        if c.verifier_form == "rederive":  # saved with the verifier, so the engine serves it in this form
+            self.ver.prompt_config = replace(
+                self.ver.prompt_config, check_suffix=REDERIVE_SUFFIX, check_max_tokens=c.verifier_max_new_tokens
+            )
         self.step_count = 0
         if resume:
             self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
@@ -224,33 +253,53 @@ class TangoTrainer:
         self.ver.model.train()
         return out
 
-    def verifier_batch(self):
-        """Fresh rollouts for the verifier, rebalanced: verification prompts, solutions and outcomes (flat)."""
+    def verifier_batch(self) -> VerifierBatch:
+        """Fresh rollouts for the verifier, rebalanced (flat, one entry per picked rollout)."""
         c = self.config
         problems = self.ver_stream.batch(c.verifier_problems)
         prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts * c.verifier_pool)
         vprompts = self.verify_prompts(problems, prompts, samples)
-        solutions = [s for row in samples for s in row]
+        flat = [(p.problem, prompt, s) for p, prompt, row in zip(problems, prompts, samples) for s in row]
         truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
         rng = random.Random(c.seed * 131 + self.step_count)
         pick = tr.balanced_pick(truth, c.verifier_problems * c.verifier_rollouts, rng)
-        return [vprompts[k] for k in pick], [solutions[k] for k in pick], [truth[k] for k in pick], outcomes
+        return VerifierBatch(
+            vprompts=[vprompts[k] for k in pick],
+            problems=[flat[k][0] for k in pick],
+            prompts=[flat[k][1] for k in pick],
+            solutions=[flat[k][2] for k in pick],
+            truth=[truth[k] for k in pick],
+            outcomes=outcomes,
+        )
+
+    def warm_targets(self, batch: VerifierBatch, outcome_verdicts: bool) -> list[str]:
+        """The verifier's SFT targets: in the rederive form the checks whose values the generator computed (the
+        pair's solver, same start as the verifier, which a check-only fine-tune would make forget how to solve;
+        verdicts from the outcome when `outcome_verdicts`), in the marks form the outcome-only targets."""
+        if self.config.verifier_form == "rederive":
+            texts = [s.text for s in batch.solutions]
+            checks = recomputed_checks(self.gen.backend, self.gen.prompt_config, batch.problems, texts)
+            self.gen.model.train()
+            return [with_verdict(ch, ok) if outcome_verdicts else ch.text for ch, ok in zip(checks, batch.truth)]
+        rng = random.Random(self.config.seed * 31 + self.step_count)
+        return [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in zip(batch.solutions, batch.truth)]
 
     # --- the three kinds of step ---------------------------------------------------------------------------
-    def warmup_step(self, lr: float | None = None) -> dict:
-        """Verifier format SFT on fresh rollouts, targets from the outcome only (also the "sft" verifier step)."""
+    def warmup_step(self, lr: float | None = None, outcome_verdicts: bool = False) -> dict:
+        """Verifier format SFT on fresh rollouts, never step labels (also the "sft" verifier step, whose targets
+        take their verdicts from the outcome)."""
         c = self.config
-        vprompts, solutions, truth, outcomes = self.verifier_batch()
-        flat = list(zip(solutions, truth))
-        rng = random.Random(c.seed * 31 + self.step_count)
-        targets = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in flat]
-        weights = torch.tensor(tr.class_weights([ok for _, ok in flat]))
-        loss = weighted_sft_loss(self.ver, vprompts, targets, weights)
+        batch = self.verifier_batch()
+        targets = self.warm_targets(batch, outcome_verdicts)
+        weights = torch.tensor(tr.class_weights(batch.truth))
+        loss = weighted_sft_loss(self.ver, batch.vprompts, targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
+        says_yes = [t.rstrip().endswith("Yes") for t in targets]
         return {
             "verifier_sft_loss": round(loss.item(), 4),
-            "reward": round(outcomes.mean().item(), 4),
-            "verifier_batch_correct": sum(truth),
+            "reward": round(batch.outcomes.mean().item(), 4),
+            "verifier_batch_correct": sum(batch.truth),
+            "target_verdict_match": round(sum(y == ok for y, ok in zip(says_yes, batch.truth)) / len(targets), 4),
         }
 
     def generator_step(self) -> dict:
@@ -330,8 +379,9 @@ class TangoTrainer:
         if c.verifier_mode == "frozen":
             return {"verifier": "frozen"}
         if c.verifier_mode == "sft":
-            return self.warmup_step(c.verifier_lr)
-        vprompts, solutions, truth, _ = self.verifier_batch()
+            return self.warmup_step(c.verifier_lr, outcome_verdicts=True)
+        batch = self.verifier_batch()
+        vprompts, solutions, truth = batch.vprompts, batch.solutions, batch.truth
         vsamples = self.verify(vprompts, c.verifier_group, greedy=False)  # (B, V)
         parsed = [
             [parse_verification(v.text, len(split_steps(s.text))) for v in row] for s, row in zip(solutions, vsamples)

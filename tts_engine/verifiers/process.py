@@ -245,7 +245,7 @@ class ProcessVerifier:
         form: str = "compact",
         aggregation: str = "final",
         temperature: float = 0.0,
-        max_new_tokens: int = 96,
+        max_new_tokens: int | None = None,
         seed: int | None = 0,
         step_scores: str = "sampled",
     ):
@@ -260,7 +260,8 @@ class ProcessVerifier:
         self.form = form
         self.aggregation = aggregation
         self.step_score_mode = step_scores
-        self.params = SamplingParams(n=1, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        longest = self.config.check_max_tokens if max_new_tokens is None else max_new_tokens
+        self.params = SamplingParams(n=1, temperature=temperature, max_new_tokens=longest, seed=seed)
         self.yes_id, self.no_id = _verdict_word_ids(backend, form, self.config)
         marks = ("+", "-") if form == "compact" else ("CORRECT", "INCORRECT")
         self.mark_ids = tuple(backend.encode(m)[0] for m in marks)
