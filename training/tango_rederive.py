@@ -19,8 +19,9 @@ from .rederive import Check, read_solution, rederive
 
 VERIFIER_FORMS = ("marks", "rederive")
 """`marks`: one bare mark per step (`1:+`); `rederive`: a written re-derivation per step, then its mark."""
-REDERIVE_SUFFIX = CHECK_SUFFIX
-"""What follows prompt + solution in the re-derivation verifier's prompt (its `check_suffix`)."""
+REDERIVE_SUFFIX = CHECK_SUFFIX + "{problem}\n"
+"""What follows prompt + solution in the re-derivation verifier's prompt (its `check_suffix`): the problem is
+restated next to the check, whose every line reads an operand from it (a small model copies badly from far back)."""
 VALUE = re.compile(r"\s*(\d+)")
 MAX_VALUE_TOKENS = 6
 """Longest recomputed value in tokens (the task's values have at most four digits), then the line break."""

@@ -351,7 +351,9 @@ class _Run:
 
 
 class _CachedVerifier:
-    """The engine's verifier, scoring each (problem, prompt, solution) once across rounds."""
+    """The engine's verifier, scoring each (problem, prompt, solution) once across rounds: a score kept from an
+    earlier round comes back as a copy that computed nothing (tokens 0), so summing the rounds' verifier tokens
+    counts each scoring once."""
 
     def __init__(self, verifier):
         self.inner, self.name, self.kinds = verifier, verifier.name, verifier.kinds
@@ -363,13 +365,18 @@ class _CachedVerifier:
             for o in dict.fromkeys(outs):
                 if (q, p, o) not in self.cache:
                     missing[(q, p)].append(o)
+        fresh = {}
         if missing:
             keys = list(missing)
             scored = self.inner.score([q for q, _ in keys], [p for _, p in keys], [missing[k] for k in keys])
             for key, row in zip(keys, scored):
                 for o, s in zip(missing[key], row):
-                    self.cache[(*key, o)] = s
-        return [[self.cache[(q, p, o)] for o in outs] for q, p, outs in zip(questions, prompts, outputs)]
+                    self.cache[(*key, o)] = fresh[(*key, o)] = s
+        return [[self._take(fresh, (q, p, o)) for o in outs] for q, p, outs in zip(questions, prompts, outputs)]
+
+    def _take(self, fresh: dict, key: tuple[str, str, str]):
+        """The score computed now (once), else the kept one as a copy that computed nothing."""
+        return fresh.pop(key) if key in fresh else replace(self.cache[key], tokens=0)
 
 
 @contextmanager
@@ -390,7 +397,7 @@ class _Track:
 
     confidences: list[float] = field(default_factory=list)
     verifier_tokens: int = 0
-    """Every round re-scores all of the problem's samples, so every round's verifier tokens count."""
+    """What every round's scoring computed (a sample scored in an earlier round is not scored again)."""
     time_s: float = 0.0
     """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
