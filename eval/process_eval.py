@@ -24,6 +24,7 @@ from tts_engine.aggregate import majority_vote, weighted_vote
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_reward, solution_reward
 from tts_engine.steps import split_steps
+from tts_engine.verifiers.base import score_each_text_once
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -195,7 +196,7 @@ def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batc
     scored = []
     for start in range(0, len(problems), batch_problems):
         sl = slice(start, start + batch_problems)
-        scored.extend(verifier.score([p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
+        scored.extend(score_each_text_once(verifier, [p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
     right = [x for row in correctness(problems, texts) for x in row]
     flat = [s for row in scored for s in row]
     metrics = {

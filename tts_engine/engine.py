@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -15,7 +14,7 @@ from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
 from .results import ResultsWriter
-from .verifiers import SCORE_NORMS, likelihood_score, make_unified_verifier
+from .verifiers import SCORE_NORMS, likelihood_score, make_unified_verifier, score_each_text_once
 
 log = logging.getLogger(__name__)
 
@@ -200,23 +199,13 @@ class Engine:
         return records
 
     def _verify(self, problems, prompts, samples) -> list[list[Any]]:
-        """The verifier's score of every sample; each distinct text of a problem is scored once, and a repeat is a
-        copy of that score that computed nothing (tokens 0). Verifier prompts are seeded by their text, so a
-        repeat would have been scored the same. A verifier whose scores belong to samples rather than texts
+        """The verifier's score of every sample; each distinct text of a problem is scored once
+        (`score_each_text_once`). A verifier whose scores belong to samples rather than texts
         (`scores_by_text = False`, e.g. a search's beams) scores every sample."""
+        questions, texts = [p.text for p in problems], [[s.text for s in row] for row in samples]
         if not getattr(self.verifier, "scores_by_text", True):
-            return self.verifier.score([p.text for p in problems], prompts, [[s.text for s in row] for row in samples])
-        distinct = [list(dict.fromkeys(s.text for s in row)) for row in samples]
-        scored = self.verifier.score([p.text for p in problems], prompts, distinct)
-        verdicts = []
-        for row, texts, scores in zip(samples, distinct, scored):
-            first, seen, row_verdicts = dict(zip(texts, scores)), set(), []
-            for sample in row:
-                score = first[sample.text]
-                row_verdicts.append(score if sample.text not in seen else replace(score, tokens=0))
-                seen.add(sample.text)
-            verdicts.append(row_verdicts)
-        return verdicts
+            return self.verifier.score(questions, prompts, texts)
+        return score_each_text_once(self.verifier, questions, prompts, texts)
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):
         sample_records = []

@@ -1,6 +1,6 @@
 """Verifiers behind one interface: score(questions, prompts, outputs) -> scores per solution."""
 
-from .base import SampleScore, Verifier
+from .base import SampleScore, Verifier, score_each_text_once
 from .likelihood import likelihood_score
 from .process import ProcessSampleScore, ProcessVerifier, parse_verification
 from .unified import (
@@ -15,6 +15,7 @@ from .unified import (
 __all__ = [
     "SampleScore",
     "Verifier",
+    "score_each_text_once",
     "UnifiedVerifier",
     "CheckingVerifier",
     "ResolvingVerifier",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, Sequence
 
 
@@ -28,3 +28,21 @@ class Verifier(Protocol):
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
     ) -> list[list[SampleScore]]: ...
+
+
+def score_each_text_once(
+    verifier: Verifier, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+) -> list[list[SampleScore]]:
+    """`verifier.score`, with each distinct text of a problem scored once: a repeat gets a copy of that score that
+    computed nothing (tokens 0). For verifiers whose prompts are seeded by their text, so that a repeat would
+    have been scored the same."""
+    distinct = [list(dict.fromkeys(row)) for row in outputs]
+    scored = verifier.score(questions, prompts, distinct)
+    result = []
+    for row, texts, scores in zip(outputs, distinct, scored):
+        first, seen, row_scores = dict(zip(texts, scores)), set(), []
+        for text in row:
+            row_scores.append(first[text] if text not in seen else replace(first[text], tokens=0))
+            seen.add(text)
+        result.append(row_scores)
+    return result
