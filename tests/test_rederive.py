@@ -255,3 +255,9 @@ def test_with_verdict_relabels_only_the_verdict():
     relabelled = with_verdict(check, False)
     assert relabelled.split("\n")[:-1] == check.text.split("\n")[:-1]
     assert relabelled.endswith("verdict:No") and with_verdict(check, True) == check.text
+
+
+def test_problem_text_inverts_problem_steps():
+    from tts_engine.training.rederive import problem_text
+
+    assert problem_text(*problem_steps(PROBLEM)) == PROBLEM

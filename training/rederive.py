@@ -60,6 +60,11 @@ def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
     return int(tokens[0]), [(tokens[k], int(tokens[k + 1])) for k in range(1, len(tokens) - 1, 2)]
 
 
+def problem_text(start: int, steps: list[tuple[str, int]]) -> str:
+    """The task problem of a start value and (operation, operand) list (the inverse of `problem_steps`)."""
+    return f"Compute left to right: {start}" + "".join(f"{op}{operand}" for op, operand in steps) + "."
+
+
 def apply(value: int, op: str, operand: int) -> int:
     return value + operand if op == "+" else value - operand if op == "-" else value * operand
 
@@ -87,7 +92,7 @@ class StepCheck:
     def line(self, derived: int | None) -> tuple[str, bool]:
         """The verification line for a re-derived value (None: none could be read) and its mark."""
         if self.op == "-":
-            expr, against = f"{self.written}+{self.operand}", self.carried
+            expr, against = self.in_solution_order, self.carried
         else:
             expr, against = f"{self.operand}{self.op}{self.carried}", self.written
         ok = derived == against
@@ -117,7 +122,7 @@ class ReadSolution:
             asked, before = problem, self.lines[:k]
             if step.op == "-":
                 inverse = ops[: k + 1] + [("+", step.operand)] + ops[k + 1 :]
-                asked = "Compute left to right: " + str(start) + "".join(f"{o}{x}" for o, x in inverse) + "."
+                asked = problem_text(start, inverse)
                 before = self.lines[: k + 1]
             queries.append((asked, "".join(line + "\n" for line in before) + step.in_solution_order + "="))
         return queries
@@ -140,7 +145,7 @@ def read_solution(problem: str, solution: str) -> ReadSolution:
 def rederive(problem: str, solution: str, derived: list[int | None] | None = None) -> Check:
     """The check of `solution` (the text after the prompt) for a task `problem`. `derived`: the re-derived value
     of each read step (None where none could be read); by default computed here, exactly. A model's own
-    recomputations (`ReadSolution.recompute_texts`) give the check that model would write, marks and all."""
+    recomputations (`ReadSolution.recompute_queries`) give the check that model would write, marks and all."""
     read = read_solution(problem, solution)
     values = [step.exact() for step in read.steps] if derived is None else derived
     if len(values) != len(read.steps):
