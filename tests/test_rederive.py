@@ -253,8 +253,9 @@ def test_with_verdict_relabels_only_the_verdict():
 
     check = rederive(PROBLEM, SOLUTION)
     relabelled = with_verdict(check, False)
-    assert relabelled.split("\n")[:-1] == check.text.split("\n")[:-1]
-    assert relabelled.endswith("verdict:No") and with_verdict(check, True) == check.text
+    assert relabelled.text.split("\n")[:-1] == check.text.split("\n")[:-1]
+    assert relabelled.text.endswith("verdict:No") and not relabelled.verdict and relabelled.marks == check.marks
+    assert with_verdict(check, True) == check
 
 
 def test_problem_text_inverts_problem_steps():

@@ -181,7 +181,7 @@ def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
     from tts_engine.prompts import PromptConfig
     from tts_engine.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
-    from tts_engine.training.tango import TangoConfig, train_tango
+    from tts_engine.training.tango import TangoConfig, TangoTrainer, train_tango
     from tts_engine.training.tango_rederive import REDERIVE_SUFFIX
 
     model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
@@ -200,6 +200,8 @@ def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
         verifier_group=2,
         max_new_tokens=12,
         verifier_max_new_tokens=20,
+        mark_weight=4.0,
+        verdict_weight=4.0,
     )
     train_tango(config, progress=False, log=lambda _: None)
     records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
@@ -209,3 +211,9 @@ def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
     assert "verifier_sft_loss" in records[-1]  # the sft baseline's verifier step
     served = PromptConfig.load(tmp_path / "run" / "verifier")
     assert served.check_suffix == REDERIVE_SUFFIX and served.check_max_tokens == 20
+    trainer = TangoTrainer(config)  # resumed: the targets of a next step
+    batch = trainer.verifier_batch()
+    targets = trainer.warm_targets(batch, outcome_verdicts=False)
+    for target in targets:  # checks of unreadable solutions: body 1, the "-" mark and the "No" verdict 4
+        assert target.verdict is False and sorted(set(target.weights)) == [1.0, 4.0]
+        assert trainer.ver.tokenizer.decode(target.ids, skip_special_tokens=True).endswith("verdict:No")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 PROBLEM = re.compile(r"Compute left to right:\s*([0-9+\-*]+)\.?\s*$")
 LINE_RESULT = re.compile(r"=\s*(\d+)\s*$")
@@ -170,9 +170,10 @@ def rederive(problem: str, solution: str, derived: list[int | None] | None = Non
     return _finish(out, marks)
 
 
-def with_verdict(check: Check, verdict: bool) -> str:
-    """The check's text with its verdict line replaced (an outcome-labelled target)."""
-    return check.text.rsplit("\n", 1)[0] + "\n" + VERDICT_PREFIX + ("Yes" if verdict else "No")
+def with_verdict(check: Check, verdict: bool) -> Check:
+    """The check with its verdict line replaced (an outcome-labelled target); its marks stay as computed."""
+    text = check.text.rsplit("\n", 1)[0] + "\n" + VERDICT_PREFIX + ("Yes" if verdict else "No")
+    return replace(check, text=text, verdict=verdict)
 
 
 def _finish(lines: list[str], marks: list[bool], disagrees: tuple[bool, ...] | None = None) -> Check:

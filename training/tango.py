@@ -41,6 +41,7 @@ from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
+from .joint import check_targets, role_weights
 from .rederive import with_verdict
 from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
 from .tango_rederive import REDERIVE_SUFFIX, VERIFIER_FORMS, recomputed_checks
@@ -101,6 +102,13 @@ class TangoConfig(TrainConfig):
     """Verifier learning rate in its RL (or SFT-baseline) steps."""
     warmup_lr: float = 1e-3
     """Verifier learning rate in its warm-up steps."""
+    mark_weight: float = 1.0
+    """rederive form, SFT targets: loss weight of the marks (balanced between + and -); 1 = unweighted."""
+    verdict_weight: float = 1.0
+    """rederive form, SFT targets: loss weight of the verdict (balanced between Yes and No)."""
+    wrong_line_weight: float = 1.0
+    """rederive form, SFT targets: loss weight of a line that does not check out (where copying the solution's
+    number is wrong, and the easy copy is unlearnt)."""
     temperature: float = 1.0
     """Sampling temperature of rollouts and of verifier RL samples."""
     max_new_tokens: int = 96
@@ -134,6 +142,17 @@ class TangoConfig(TrainConfig):
     @property
     def total_steps(self) -> int:
         return self.warmup_steps + self.rl_steps
+
+
+@dataclass
+class Target:
+    """One SFT target of the verifier."""
+
+    ids: list[int]
+    """Token ids, end token included."""
+    weights: list[float]
+    """Loss weight of each token."""
+    verdict: bool
 
 
 @dataclass
@@ -272,7 +291,7 @@ class TangoTrainer:
             outcomes=outcomes,
         )
 
-    def warm_targets(self, batch: VerifierBatch, outcome_verdicts: bool) -> list[str]:
+    def warm_targets(self, batch: VerifierBatch, outcome_verdicts: bool) -> list[Target]:
         """The verifier's SFT targets: in the rederive form the checks whose values the generator computed (the
         pair's solver, same start as the verifier, which a check-only fine-tune would make forget how to solve;
         verdicts from the outcome when `outcome_verdicts`), in the marks form the outcome-only targets."""
@@ -280,9 +299,19 @@ class TangoTrainer:
             texts = [s.text for s in batch.solutions]
             checks = recomputed_checks(self.gen.backend, self.gen.prompt_config, batch.problems, texts)
             self.gen.model.train()
-            return [with_verdict(ch, ok) if outcome_verdicts else ch.text for ch, ok in zip(checks, batch.truth)]
+            checks = [with_verdict(ch, ok) if outcome_verdicts else ch for ch, ok in zip(checks, batch.truth)]
+            pieces = [check_targets(self.ver.tokenizer, ch) for ch in checks]
+            c = self.config
+            weights = role_weights([roles for _, roles in pieces], c.mark_weight, c.verdict_weight, c.wrong_line_weight)
+            return [Target(ids, w, ch.verdict) for (ids, _), w, ch in zip(pieces, weights, checks)]
         rng = random.Random(self.config.seed * 31 + self.step_count)
-        return [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in zip(batch.solutions, batch.truth)]
+        texts = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in zip(batch.solutions, batch.truth)]
+        return [self.plain_target(t, ok) for t, ok in zip(texts, batch.truth)]
+
+    def plain_target(self, text: str, verdict: bool) -> Target:
+        """An SFT target whose every token (and the end token) weighs 1."""
+        ids = self.ver.encode(text) + [self.ver.tokenizer.eos_token_id]
+        return Target(ids, [1.0] * len(ids), verdict)
 
     # --- the three kinds of step ---------------------------------------------------------------------------
     def warmup_step(self, lr: float | None = None, outcome_verdicts: bool = False) -> dict:
@@ -294,12 +323,13 @@ class TangoTrainer:
         weights = torch.tensor(tr.class_weights(batch.truth))
         loss = weighted_sft_loss(self.ver, batch.vprompts, targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
-        says_yes = [t.rstrip().endswith("Yes") for t in targets]
         return {
             "verifier_sft_loss": round(loss.item(), 4),
             "reward": round(batch.outcomes.mean().item(), 4),
             "verifier_batch_correct": sum(batch.truth),
-            "target_verdict_match": round(sum(y == ok for y, ok in zip(says_yes, batch.truth)) / len(targets), 4),
+            "target_verdict_match": round(
+                sum(t.verdict == ok for t, ok in zip(targets, batch.truth)) / len(targets), 4
+            ),
         }
 
     def generator_step(self) -> dict:
@@ -434,13 +464,16 @@ class TangoTrainer:
         self.ver.save(self.step_count, self.config)
 
 
-def weighted_sft_loss(role: Role, prompts: list[str], targets: list[str], weights: torch.Tensor) -> torch.Tensor:
-    """Per-example mean next-token cross-entropy of target + end token, weighted `# (B,)` and summed."""
+def weighted_sft_loss(role: Role, prompts: list[str], targets: list[Target], weights: torch.Tensor) -> torch.Tensor:
+    """Per-example next-token cross-entropy of each target, its tokens weighted and averaged over its length, then
+    weighted per example `# (B,)` and summed."""
     prompt_ids = [role.encode(p) for p in prompts]
-    completion_ids = [role.encode(t) + [role.tokenizer.eos_token_id] for t in targets]
-    ids, mask, comp = pad_pairs(prompt_ids, completion_ids, role.pad_id)  # (B, T)
+    ids, mask, comp = pad_pairs(prompt_ids, [t.ids for t in targets], role.pad_id)  # (B, T)
+    token_weights = torch.zeros_like(comp)  # (B, T)
+    for b, (p, t) in enumerate(zip(prompt_ids, targets)):
+        token_weights[b, len(p) : len(p) + len(t.ids)] = torch.tensor(t.weights)
     logp = completion_logprobs(role.model, ids, mask)  # (B, T)
-    per_example = -(logp * comp).sum(-1) / comp.sum(-1).clamp(min=1)  # (B,)
+    per_example = -(logp * token_weights).sum(-1) / comp.sum(-1).clamp(min=1)  # (B,)
     return (per_example * weights).sum()
 
 

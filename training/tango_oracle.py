@@ -49,7 +49,10 @@ class StepLabelTrainer(TangoTrainer):
             problem, sample, ok = flat[k]
             first = reference_first_error(sample.text, problem.solution)
             num = len(split_steps(sample.text))
-            targets.append(render_verification([first < 0 or j < first for j in range(num)], first < 0 and ok))
+            verdict = first < 0 and ok
+            targets.append(
+                self.plain_target(render_verification([first < 0 or j < first for j in range(num)], verdict), verdict)
+            )
         weights = torch.tensor(tr.class_weights([flat[k][2] for k in pick]))
         loss = weighted_sft_loss(self.ver, [vprompts[k] for k in pick], targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
