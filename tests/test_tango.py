@@ -100,29 +100,24 @@ def test_warm_start_targets_use_the_outcome_only():
         assert bad.steps == [k < cut for k in range(4)]  # "-" from the drawn step on
 
 
-@pytest.fixture(scope="module")
-def micro_run(tmp_path_factory):
+def micro_config(root, **settings):
+    """A TangoConfig of a few tiny steps, from a fresh tiny init checkpoint written under `root`."""
     from tts_engine.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
-    from tts_engine.training.tango import TangoConfig, train_tango
+    from tts_engine.training.tango import TangoConfig
 
-    root = tmp_path_factory.mktemp("tango")
     model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
     ckpt.save_model(root / "init", model, tok, ckpt.task_prompt_config())
-    config = TangoConfig(
-        init_dir=str(root / "init"),
-        out_dir=str(root / "run"),
-        warmup_steps=2,
-        rl_steps=4,
-        prompts_per_step=2,
-        group_size=2,
-        verifier_problems=2,
-        verifier_rollouts=2,
-        verifier_group=2,
-        max_new_tokens=12,
-        verifier_max_new_tokens=8,
-        save_every=3,
-    )
+    micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=2)
+    return TangoConfig(init_dir=str(root / "init"), out_dir=str(root / "run"), max_new_tokens=12, **micro, **settings)
+
+
+@pytest.fixture(scope="module")
+def micro_run(tmp_path_factory):
+    from tts_engine.training.tango import train_tango
+
+    root = tmp_path_factory.mktemp("tango")
+    config = micro_config(root, warmup_steps=2, rl_steps=4, verifier_max_new_tokens=8, save_every=3)
     train_tango(config, progress=False, log=lambda _: None)
     return config, root
 
@@ -179,26 +174,15 @@ def test_step_label_diagnostic_marks_the_first_step_off_the_reference():
 
 def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
     from tts_engine.prompts import PromptConfig
-    from tts_engine.tiny import TinyModelConfig
-    from tts_engine.training import checkpoint as ckpt
-    from tts_engine.training.tango import TangoConfig, TangoTrainer, train_tango
+    from tts_engine.training.tango import TangoTrainer, train_tango
     from tts_engine.training.tango_rederive import REDERIVE_SUFFIX
 
-    model, tok = ckpt.new_model(TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64))
-    ckpt.save_model(tmp_path / "init", model, tok, ckpt.task_prompt_config())
-    config = TangoConfig(
-        init_dir=str(tmp_path / "init"),
-        out_dir=str(tmp_path / "run"),
+    config = micro_config(
+        tmp_path,
         verifier_form="rederive",
         verifier_mode="sft",
         warmup_steps=1,
         rl_steps=4,
-        prompts_per_step=2,
-        group_size=2,
-        verifier_problems=2,
-        verifier_rollouts=2,
-        verifier_group=2,
-        max_new_tokens=12,
         verifier_max_new_tokens=20,
         mark_weight=4.0,
         verdict_weight=4.0,

@@ -146,7 +146,11 @@ def rederive(problem: str, solution: str, derived: list[int | None] | None = Non
     """The check of `solution` (the text after the prompt) for a task `problem`. `derived`: the re-derived value
     of each read step (None where none could be read); by default computed here, exactly. A model's own
     recomputations (`ReadSolution.recompute_queries`) give the check that model would write, marks and all."""
-    read = read_solution(problem, solution)
+    return check_read(read_solution(problem, solution), derived)
+
+
+def check_read(read: ReadSolution, derived: list[int | None] | None = None) -> Check:
+    """`rederive` of a solution already read."""
     values = [step.exact() for step in read.steps] if derived is None else derived
     if len(values) != len(read.steps):
         raise ValueError(f"need one derived value per read step ({len(read.steps)}), got {len(values)}")

@@ -162,8 +162,6 @@ class VerifierBatch:
     vprompts: list[str]
     """Verification prompts (generation prompt + solution + the verifier's request)."""
     problems: list[str]
-    prompts: list[str]
-    """Generation prompts."""
     solutions: list
     """The rollouts (backend Samples)."""
     truth: list[bool]
@@ -278,15 +276,14 @@ class TangoTrainer:
         problems = self.ver_stream.batch(c.verifier_problems)
         prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts * c.verifier_pool)
         vprompts = self.verify_prompts(problems, prompts, samples)
-        flat = [(p.problem, prompt, s) for p, prompt, row in zip(problems, prompts, samples) for s in row]
+        flat = [(p.problem, s) for p, row in zip(problems, samples) for s in row]
         truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
         rng = random.Random(c.seed * 131 + self.step_count)
         pick = tr.balanced_pick(truth, c.verifier_problems * c.verifier_rollouts, rng)
         return VerifierBatch(
             vprompts=[vprompts[k] for k in pick],
             problems=[flat[k][0] for k in pick],
-            prompts=[flat[k][1] for k in pick],
-            solutions=[flat[k][2] for k in pick],
+            solutions=[flat[k][1] for k in pick],
             truth=[truth[k] for k in pick],
             outcomes=outcomes,
         )

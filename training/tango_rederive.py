@@ -3,8 +3,8 @@
 The verifier checks each step in a form the solution does not contain (`training.rederive`). Its warm-up never
 sees the task's step labels: each re-derived value is what a model of the pair (the generator, same start as the
 verifier) computes when it writes that sum or product as the next line of a solution (greedy, in the form it
-solves problems in), and each mark compares that value with the solution's. Outcome labels enter only where the caller puts them (the verdict of
-the SFT baseline's targets, the RL reward).
+solves problems in), and each mark compares that value with the solution's. Outcome labels enter only where the
+caller puts them (the verdict of the SFT baseline's targets, the RL reward).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import PromptConfig, build_prompt
 
 from .joint import CHECK_SUFFIX
-from .rederive import Check, read_solution, rederive
+from .rederive import Check, check_read, read_solution
 
 VERIFIER_FORMS = ("marks", "rederive")
 """`marks`: one bare mark per step (`1:+`); `rederive`: a written re-derivation per step, then its mark."""
@@ -47,4 +47,4 @@ def recomputed_checks(backend, prompt_config: PromptConfig, problems: list[str],
     derived: list[list[int | None]] = [[] for _ in reads]
     for (i, _), row in zip(queries, generated):
         derived[i].append(leading_value(row[0].text))
-    return [rederive(problem, solution, values) for problem, solution, values in zip(problems, solutions, derived)]
+    return [check_read(read, values) for read, values in zip(reads, derived)]
