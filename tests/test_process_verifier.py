@@ -248,3 +248,65 @@ def test_resolving_verifier_needs_a_backend_that_scores_continuations():
     config = PromptConfig(use_chat_template=False, verify_form="check", check_answer_score=True)
     with pytest.raises(ValueError, match="scores continuations"):
         make_unified_verifier(FakeBackend([]), config)
+
+
+class ResolveBackend(ContinuationBackend):
+    """ContinuationBackend whose favoured answer is the value the re-solve reached (the prompt ends at its "=")."""
+
+    def __init__(self, texts, favoured_after):
+        super().__init__(texts, favoured=None)
+        self.favoured_after = favoured_after  # last re-solved line before "=" -> the answer it leads to
+        self.generate_params = []
+
+    def generate(self, prompts, params):
+        self.generate_params.append(params)
+        return super().generate(prompts, params)
+
+    def continuation_logprobs(self, prompts, continuations):
+        favoured = [next(a for line, a in self.favoured_after.items() if p.endswith(line)) for p in prompts]
+        return [-0.1 if c == f else -float(len(c)) for c, f in zip(continuations, favoured)]
+
+
+def test_several_sampled_re_solves_average_the_answer_score():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import make_unified_verifier
+
+    config = PromptConfig(
+        use_chat_template=False,
+        verify_form="check",
+        check_suffix="<|endoftext|>Again.\n",
+        check_answer_score=True,
+        check_temperature=1.0,
+        check_samples=2,
+    )
+    right_resolve = "28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
+    slip_resolve = "28*4=112\n112-18=93\n93+80=173\nanswer 174 vs 173 -\nverdict:No"
+    backend = ResolveBackend([right_resolve, slip_resolve], {"94+80=": "174\n", "93+80=": "173\n"})
+    [[score]] = make_unified_verifier(backend, config).score(["q"], ["q\n"], [["\\boxed{174}"]])
+    assert score.scores["verifier_answer"] == pytest.approx((math.exp(-0.1) + math.exp(-4.0)) / 2)
+    assert [(p.seed, p.temperature) for p in backend.generate_params] == [(0, 1.0), (1, 1.0)]  # one seed a re-solve
+    assert score.text == right_resolve  # the first re-solve is the one kept
+
+    single = dataclasses.replace(config, check_samples=1)
+    [[first]] = make_unified_verifier(ResolveBackend([right_resolve], {"94+80=": "174\n"}), single).score(
+        ["q"], ["q\n"], [["\\boxed{174}"]]
+    )
+    [[second]] = make_unified_verifier(ResolveBackend([slip_resolve], {"93+80=": "173\n"}), single).score(
+        ["q"], ["q\n"], [["\\boxed{174}"]]
+    )
+    assert score.tokens == first.tokens + second.tokens  # every re-solve is verifier compute
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"check_samples": 2}, "needs check_temperature > 0"),
+        ({"check_samples": 0, "check_temperature": 1.0}, "check_samples must be >= 1"),
+        ({"check_temperature": 2.5}, r"check_temperature must be in \[0, 2\]"),
+    ],
+)
+def test_re_solve_settings_are_validated(settings, message):
+    from tts_engine.prompts import PromptConfig
+
+    with pytest.raises(ValueError, match=message):
+        PromptConfig(verify_form="check", check_answer_score=True, **settings)

@@ -39,6 +39,7 @@ class Engine:
         judge_model: str | Path | None = None,
         backend_options: dict[str, Any] | None = None,
         process_aggregation: str = "final",
+        check_options: dict[str, Any] | None = None,
     ):
         from .backends import make_backend
         from .models import resolve_model
@@ -72,7 +73,7 @@ class Engine:
         self.verifier = None
         if verifier == "unified":
             config = PromptConfig.load(verifier_model) if verifier_model is not None else self.prompt_config
-            self.verifier = make_unified_verifier(scorer, config)
+            self.verifier = make_unified_verifier(scorer, config.with_check_options(check_options or {}))
         elif verifier == "process":
             from .verifiers.process import ProcessVerifier
 

@@ -46,6 +46,9 @@ class EngineOptions:
     """Backend setting KEY=VALUE, repeatable: e.g. dtype=bfloat16, max_batch_rows=64 (hf); tensor_parallel_size=2,
     gpu_memory_utilization=0.8, max_model_len=4096 (vllm); base_url=..., tokenizer=PATH, max_concurrency=32
     (openai)."""
+    check_options: dict[str, Any] | None = setting(None, flags=("--check-option",))
+    """Override of a check setting the verifier checkpoint stores, KEY=VALUE, repeatable: check_samples=1
+    check_temperature=0 (one greedy re-solve instead of the default's sampled ones), check_max_tokens=128."""
 
     def make_engine(self):
         """The Engine these options describe."""

@@ -8,7 +8,7 @@ without one gets the plain template.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -47,6 +47,13 @@ class PromptConfig:
     check_answer_score: bool = False
     """The check re-solves the problem (`... =R` lines, then `answer ...`): also score the solution's answer by
     the checkpoint's own probability of writing it after the re-solve's last "=" (`verifier_answer`)."""
+    check_temperature: float = 0.0
+    """Temperature of the check. 0: greedy, so every sample of a problem is checked by nearly the same re-solve
+    and shares its errors; above 0 each distinct solution's check is sampled (seeded by its text), so the
+    check's errors differ from sample to sample and average out in a vote."""
+    check_samples: int = 1
+    """Re-solves per distinct solution (`check_answer_score`); `verifier_answer` is their mean. More than 1 only
+    with `check_temperature` > 0 (greedy re-solves are all the same)."""
 
     def __post_init__(self) -> None:
         if "{problem}" not in self.template:
@@ -55,7 +62,23 @@ class PromptConfig:
             raise ValueError(f"verify_form must be one of {VERIFY_FORMS}, got {self.verify_form!r}")
         if self.check_max_tokens < 1:
             raise ValueError(f"check_max_tokens must be >= 1, got {self.check_max_tokens}")
+        if not 0.0 <= self.check_temperature <= 2.0:
+            raise ValueError(f"check_temperature must be in [0, 2], got {self.check_temperature}")
+        if self.check_samples < 1:
+            raise ValueError(f"check_samples must be >= 1, got {self.check_samples}")
+        if self.check_samples > 1 and self.check_temperature == 0:
+            raise ValueError(
+                f"check_samples = {self.check_samples} needs check_temperature > 0: greedy re-solves are all the same"
+            )
         self.stop = tuple(self.stop)
+
+    def with_check_options(self, options: dict) -> "PromptConfig":
+        """A copy with check settings (`check_*` fields) overridden, validated as at construction."""
+        known = sorted(f.name for f in fields(self) if f.name.startswith("check_"))
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(f"--check-option: unknown check settings {unknown}; known: {known}")
+        return replace(self, **options)
 
     @classmethod
     def load(cls, model_dir: str | Path | None) -> "PromptConfig":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Sequence
@@ -84,7 +85,12 @@ class CheckingVerifier:
 
     def __init__(self, backend, prompt_config: PromptConfig):
         self.checker = ProcessVerifier(
-            backend, prompt_config, form="compact", aggregation="final", max_new_tokens=prompt_config.check_max_tokens
+            backend,
+            prompt_config,
+            form="compact",
+            aggregation="final",
+            max_new_tokens=prompt_config.check_max_tokens,
+            temperature=prompt_config.check_temperature,
         )
 
     def score(
@@ -130,6 +136,7 @@ class ResolvingVerifier(CheckingVerifier):
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
+        self.config = prompt_config
         if not hasattr(backend, "continuation_logprobs"):
             raise ValueError(
                 f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
@@ -138,6 +145,24 @@ class ResolvingVerifier(CheckingVerifier):
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
     ) -> list[list[ProcessSampleScore]]:
+        """One re-solve per solution, or `check_samples` of them (seeds 0, 1, ...) with `verifier_answer` their
+        mean: the model's probability of reaching the solution's answer, estimated over its own re-solves."""
+        rounds = []
+        for seed in range(self.config.check_samples):
+            self.checker.params = dataclasses.replace(self.checker.params, seed=seed)
+            rounds.append(self._one_round(questions, prompts, outputs))
+        rows = rounds[0]
+        for other in rounds[1:]:
+            for row, more in zip(rows, other):
+                for score, extra in zip(row, more):
+                    score.scores["verifier_answer"] += extra.scores["verifier_answer"]
+                    score.tokens += extra.tokens
+        for row in rows:
+            for score in row:
+                score.scores["verifier_answer"] /= len(rounds)
+        return rows
+
+    def _one_round(self, questions, prompts, outputs) -> list[list[ProcessSampleScore]]:
         rows = super().score(questions, prompts, outputs)
         flat_prompts = self.checker.prompts(questions, prompts, outputs)
         flat = [(s, o) for row, outs in zip(rows, outputs) for s, o in zip(row, outs)]
