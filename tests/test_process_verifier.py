@@ -251,7 +251,8 @@ def test_resolving_verifier_needs_a_backend_that_scores_continuations():
 
 
 class ResolveBackend(ContinuationBackend):
-    """ContinuationBackend whose favoured answer is the value the re-solve reached (the prompt ends at its "=")."""
+    """ContinuationBackend that writes `params.n` texts per prompt, and whose favoured answer is the value the
+    re-solve reached (the prompt ends at its last "=")."""
 
     def __init__(self, texts, favoured_after):
         super().__init__(texts, favoured=None)
@@ -260,7 +261,8 @@ class ResolveBackend(ContinuationBackend):
 
     def generate(self, prompts, params):
         self.generate_params.append(params)
-        return super().generate(prompts, params)
+        written = super().generate([p for p in prompts for _ in range(params.n)], params)
+        return [[row[0] for row in written[i * params.n : (i + 1) * params.n]] for i in range(len(prompts))]
 
     def continuation_logprobs(self, prompts, continuations):
         favoured = [next(a for line, a in self.favoured_after.items() if p.endswith(line)) for p in prompts]
@@ -281,20 +283,23 @@ def test_several_sampled_re_solves_average_the_answer_score():
     )
     right_resolve = "28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
     slip_resolve = "28*4=112\n112-18=93\n93+80=173\nanswer 174 vs 173 -\nverdict:No"
-    backend = ResolveBackend([right_resolve, slip_resolve], {"94+80=": "174\n", "93+80=": "173\n"})
+    favoured = {"94+80=": "174\n", "93+80=": "173\n"}
+    backend = ResolveBackend([right_resolve, slip_resolve], favoured)
     [[score]] = make_unified_verifier(backend, config).score(["q"], ["q\n"], [["\\boxed{174}"]])
     assert score.scores["verifier_answer"] == pytest.approx((math.exp(-0.1) + math.exp(-4.0)) / 2)
-    assert [(p.seed, p.temperature) for p in backend.generate_params] == [(0, 1.0), (1, 1.0)]  # one seed a re-solve
+    [params] = backend.generate_params  # both re-solves sampled in one call
+    assert (params.n, params.temperature) == (2, 1.0)
     assert score.text == right_resolve  # the first re-solve is the one kept
 
     single = dataclasses.replace(config, check_samples=1)
-    [[first]] = make_unified_verifier(ResolveBackend([right_resolve], {"94+80=": "174\n"}), single).score(
+    [[first]] = make_unified_verifier(ResolveBackend([right_resolve], favoured), single).score(
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
-    [[second]] = make_unified_verifier(ResolveBackend([slip_resolve], {"93+80=": "173\n"}), single).score(
+    [[second]] = make_unified_verifier(ResolveBackend([slip_resolve], favoured), single).score(
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
-    assert score.tokens == first.tokens + second.tokens  # every re-solve is verifier compute
+    prompt_tokens = len(backend.encode("q\n\\boxed{174}<|endoftext|>Again.\n"))
+    assert score.tokens == first.tokens + second.tokens - prompt_tokens  # the prompt is computed once
 
 
 @pytest.mark.parametrize(

@@ -43,10 +43,6 @@ CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 RESOLVE_SUFFIX = "<|endoftext|>Solve it again and compare.\n{problem}\n"
 """The re-solve form's request, after the solution's end token: the problem restated next to the check (a small
 model copies badly from ~100 tokens back; next to it, the re-solve reads its operands as generation does)."""
-RESOLVE_CHECKS = 4
-"""Re-solves a served resolve checkpoint samples per distinct solution (at temperature 1; `verifier_answer` is
-their mean). One greedy re-solve is nearly the same for every sample of a problem, so where it is wrong every
-sample that shares its wrong answer is favoured at once; sampled re-solves spread those errors out."""
 YES_NO_SUFFIX = f"<|endoftext|>{VERIFY_QUESTION}\n"
 """The single-token form's question, after the solution's end token too."""
 FORMS = ("check", "resolve", "yes_no")
@@ -107,17 +103,10 @@ def check_prompt_config(base: PromptConfig, form: str = "check") -> PromptConfig
     """The serving prompts of a checkpoint that verifies its own solutions in `form`."""
     if form == "yes_no":
         return replace(base, verify_form="yes_no", verify_suffix=YES_NO_SUFFIX)
-    if form == "resolve":
-        return replace(
-            base,
-            verify_form="check",
-            check_suffix=RESOLVE_SUFFIX,
-            check_max_tokens=256,
-            check_answer_score=True,
-            check_temperature=1.0,
-            check_samples=RESOLVE_CHECKS,
-        )
-    return replace(base, verify_form="check", check_suffix=CHECK_SUFFIX, check_max_tokens=256)
+    suffix = RESOLVE_SUFFIX if form == "resolve" else CHECK_SUFFIX
+    return replace(
+        base, verify_form="check", check_suffix=suffix, check_max_tokens=256, check_answer_score=form == "resolve"
+    )
 
 
 def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str, form: str = "check"):

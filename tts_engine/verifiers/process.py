@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..params import SamplingParams
@@ -276,24 +276,38 @@ class ProcessVerifier:
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
     ) -> list[list[SampleScore]]:
+        return [[checks[0] for checks in row] for row in self.score_checks(questions, prompts, outputs, 1)]
+
+    def score_checks(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]], n: int
+    ) -> list[list[list[ProcessSampleScore]]]:
+        """`n` verifications of every solution, sampled together from one prompt, `# (P, N, n)`. The prompt is
+        computed once: only the first of a solution's `n` verifications counts its tokens."""
         flat_prompts = self.prompts(questions, prompts, outputs)
         solutions = [o for outs in outputs for o in outs]
         # A verification prompt that leaves no room for the verdict scores 0 ("too_long"), never fails the batch.
         room = self.backend.max_model_len - self.params.max_new_tokens
         fits = [k for k, fp in enumerate(flat_prompts) if len(self.backend.encode(fp)) < room]
-        generated = (
-            [row[0] for row in self.backend.generate([flat_prompts[k] for k in fits], self.params)] if fits else []
+        params = replace(self.params, n=n)
+        generated = self.backend.generate([flat_prompts[k] for k in fits], params) if fits else []  # (F, n)
+        scored = self.score_generated(
+            [flat_prompts[k] for k in fits for _ in range(n)],
+            [solutions[k] for k in fits for _ in range(n)],
+            [g for row in generated for g in row],
         )
-        done = dict(
-            zip(fits, self.score_generated([flat_prompts[k] for k in fits], [solutions[k] for k in fits], generated))
-        )
-        scored = [
-            done.get(k) or ProcessSampleScore({kind: 0.0 for kind in self.kinds}, 0, "too_long")
-            for k in range(len(flat_prompts))
-        ]
+        done = {}
+        for index, (k, row) in enumerate(zip(fits, generated)):
+            done[k] = scored[index * n : (index + 1) * n]
+            for again, sample in zip(done[k][1:], row[1:]):
+                again.tokens -= sample.num_prompt_tokens - sample.num_cached_tokens
         result, start = [], 0
         for outs in outputs:
-            result.append(scored[start : start + len(outs)])
+            result.append(
+                [
+                    done.get(k) or [ProcessSampleScore({kind: 0.0 for kind in self.kinds}, 0, "too_long")] * n
+                    for k in range(start, start + len(outs))
+                ]
+            )
             start += len(outs)
         return result
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
+from dataclasses import replace
 from typing import Sequence
 
 from ..answers.extract import extract_answer
@@ -145,40 +145,45 @@ class ResolvingVerifier(CheckingVerifier):
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
     ) -> list[list[ProcessSampleScore]]:
-        """One re-solve per solution, or `check_samples` of them (seeds 0, 1, ...) with `verifier_answer` their
-        mean: the model's probability of reaching the solution's answer, estimated over its own re-solves."""
-        rounds = []
-        for seed in range(self.config.check_samples):
-            self.checker.params = dataclasses.replace(self.checker.params, seed=seed)
-            rounds.append(self._one_round(questions, prompts, outputs))
-        rows = rounds[0]
-        for other in rounds[1:]:
-            for row, more in zip(rows, other):
-                for score, extra in zip(row, more):
-                    score.scores["verifier_answer"] += extra.scores["verifier_answer"]
-                    score.tokens += extra.tokens
-        for row in rows:
-            for score in row:
-                score.scores["verifier_answer"] /= len(rounds)
-        return rows
-
-    def _one_round(self, questions, prompts, outputs) -> list[list[ProcessSampleScore]]:
-        rows = super().score(questions, prompts, outputs)
+        """`check_samples` re-solves of every solution, sampled together; `verifier_answer` is their mean: the
+        model's own chance of reaching the solution's answer. The other kinds and the text are the first's."""
+        checks = self.checker.score_checks(questions, prompts, outputs, self.config.check_samples)  # (P, N, n)
         flat_prompts = self.checker.prompts(questions, prompts, outputs)
-        flat = [(s, o) for row, outs in zip(rows, outputs) for s, o in zip(row, outs)]
+        solutions = [o for outs in outputs for o in outs]
+        per_solution = [row_checks for row in checks for row_checks in row]
+        reads = iter(
+            self._answer_reads(
+                [(fp, s, c) for fp, s, row_checks in zip(flat_prompts, solutions, per_solution) for c in row_checks]
+            )
+        )
+        merged = []
+        for row_checks in per_solution:
+            mine = [next(reads) for _ in row_checks]
+            first = self._rename(replace(row_checks[0]))
+            first.scores["verifier_answer"] = sum(p for p, _ in mine) / len(mine)
+            first.tokens = sum(c.tokens for c in row_checks) + sum(t for _, t in mine)
+            merged.append(first)
+        result, start = [], 0
+        for outs in outputs:
+            result.append(merged[start : start + len(outs)])
+            start += len(outs)
+        return result
+
+    def _answer_reads(self, checks: list[tuple[str, str, ProcessSampleScore]]) -> list[tuple[float, int]]:
+        """(P(solution's answer after the re-solve's last "="), tokens computed) of each (prompt, solution, check);
+        (0, 0) when the solution has no answer, the check no re-solved line, or the prompt was too long."""
         queries = []
-        for k, (score, solution) in enumerate(flat):
-            prefix, answer = resolved_prefix(score.text), extract_answer(solution)
-            score.scores["verifier_answer"] = 0.0
-            if prefix is not None and answer is not None and score.status != "too_long":
-                queries.append((k, flat_prompts[k] + prefix, answer + "\n"))
-        backend = self.checker.backend
-        computed = self._computed_tokens([q for _, q, _ in queries], [c for _, _, c in queries])
-        logps = backend.continuation_logprobs([q for _, q, _ in queries], [c for _, _, c in queries])
+        for k, (prompt, solution, check) in enumerate(checks):
+            prefix, answer = resolved_prefix(check.text), extract_answer(solution)
+            if prefix is not None and answer is not None and check.status != "too_long":
+                queries.append((k, prompt + prefix, answer + "\n"))
+        texts, continuations = [q for _, q, _ in queries], [c for _, _, c in queries]
+        computed = self._computed_tokens(texts, continuations)
+        logps = self.checker.backend.continuation_logprobs(texts, continuations) if queries else []
+        reads = [(0.0, 0)] * len(checks)
         for (k, _, _), logp, tokens in zip(queries, logps, computed):
-            flat[k][0].scores["verifier_answer"] = math.exp(logp)
-            flat[k][0].tokens += tokens
-        return rows
+            reads[k] = (math.exp(logp), tokens)
+        return reads
 
     def _computed_tokens(self, queries: list[str], continuations: list[str]) -> list[int]:
         """Tokens the answer read computes: query + continuation, less what the prefix cache holds of the query."""
