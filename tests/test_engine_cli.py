@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -186,6 +187,10 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     assert bad.exit_code != 0 and "unknown check settings ['check_speed']" in bad.output
     invalid = CliRunner().invoke(main, ["solve", str(problems_file), "--check-option", "check_samples=0"])
     assert invalid.exit_code != 0 and "check_samples must be >= 1" in invalid.output
+    tango = Path(__import__("tts_engine").__file__).parent / "assets" / "tango" / "verifier"
+    if (tango / "config.json").is_file():  # a process verifier takes the same overrides
+        process = Engine(verifier="process", verifier_model=str(tango), check_options={"check_max_tokens": 64})
+        assert process.verifier.params.max_new_tokens == 64
 
 
 def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):

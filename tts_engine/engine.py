@@ -77,7 +77,10 @@ class Engine:
         elif verifier == "process":
             from .verifiers.process import ProcessVerifier
 
-            self.verifier = ProcessVerifier(scorer, PromptConfig.load(verifier_model), aggregation=process_aggregation)
+            config = PromptConfig.load(verifier_model).with_check_options(check_options or {})
+            self.verifier = ProcessVerifier(
+                scorer, config, aggregation=process_aggregation, temperature=config.check_temperature
+            )
         self.verifier_name = verifier if verifier != "process" else f"process:{process_aggregation}"
 
     def prompts(self, problems: Sequence[Problem]) -> list[str]:

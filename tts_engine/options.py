@@ -47,7 +47,7 @@ class EngineOptions:
     gpu_memory_utilization=0.8, max_model_len=4096 (vllm); base_url=..., tokenizer=PATH, max_concurrency=32
     (openai)."""
     check_options: dict[str, Any] | None = setting(None, flags=("--check-option",))
-    """Override of a check setting the verifier checkpoint stores, KEY=VALUE, repeatable: check_samples=4
+    """Override of a check setting the verifier checkpoint (checking or process) stores, KEY=VALUE, repeatable: check_samples=4
     check_temperature=1 (the mean over 4 sampled re-solves instead of one greedy re-solve), check_max_tokens=128."""
 
     def make_engine(self):

@@ -93,6 +93,10 @@ class CheckingVerifier:
             temperature=prompt_config.check_temperature,
         )
 
+    @property
+    def config(self) -> PromptConfig:
+        return self.checker.config
+
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
     ) -> list[list[ProcessSampleScore]]:
@@ -136,7 +140,6 @@ class ResolvingVerifier(CheckingVerifier):
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
-        self.config = prompt_config
         if not hasattr(backend, "continuation_logprobs"):
             raise ValueError(
                 f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
