@@ -69,13 +69,8 @@ def fresh(path: Path) -> Path:
     return path
 
 
-ANSWER_SCORE = "verifier_answer"
-"""A unified verifier's score of the re-solve reaching the solution's answer (a checkpoint with `check_answer_score`):
-the one its best-of-N and weighted votes use where it exists, as `tts solve` reports it."""
-
-
 def run_all(args, engine, problems) -> list[dict[str, Any]]:
-    kind = f"verifier_{engine.score_norm}" if args.verifier == "unified" else "process"
+    kind = engine.headline_kind if args.verifier == "unified" else "process"  # verifier_answer for a re-solver
     step = f"step_{args.step_aggregation}"
     config = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation, lookahead=args.lookahead)
     common = dict(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed, progress=False)
@@ -95,8 +90,6 @@ def run_all(args, engine, problems) -> list[dict[str, Any]]:
             started = time.perf_counter()
             records = solve()
             wall = time.perf_counter() - started
-            if f"best_of_n:{ANSWER_SCORE}" in records[0]["strategies"]:  # the re-solve's answer score, when served
-                kind = ANSWER_SCORE
             votes = (
                 {"best-of-N": f"best_of_n:{kind}", "weighted": f"weighted:{kind}", "majority": "majority"}
                 if name == "best-of-n"

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import orjson
 import pytest
@@ -7,6 +6,7 @@ from click.testing import CliRunner
 
 from tts_engine.cli import main
 from tts_engine.engine import Engine
+from tts_engine.models import ASSETS
 from tts_engine.problems import load_problems
 from tts_engine.results import ResultsWriter, read_results
 
@@ -179,6 +179,7 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     from tts_engine.verifiers import ResolvingVerifier
 
     default = Engine()  # the embedded default re-solves once, greedy
+    assert default.headline_kind == "verifier_answer"  # its votes headline the re-solve's answer score
     assert isinstance(default.verifier, ResolvingVerifier) and default.verifier.config.check_samples == 1
     sampled = Engine(check_options={"check_samples": 4, "check_temperature": 1.0})
     assert sampled.verifier.config.check_samples == 4 and sampled.verifier.checker.params.temperature == 1.0
@@ -187,10 +188,9 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     assert bad.exit_code != 0 and "unknown check settings ['check_speed']" in bad.output
     invalid = CliRunner().invoke(main, ["solve", str(problems_file), "--check-option", "check_samples=0"])
     assert invalid.exit_code != 0 and "check_samples must be >= 1" in invalid.output
-    tango = Path(__import__("tts_engine").__file__).parent / "assets" / "tango" / "verifier"
-    if (tango / "config.json").is_file():  # a process verifier takes the same overrides
-        process = Engine(verifier="process", verifier_model=str(tango), check_options={"check_max_tokens": 64})
-        assert process.verifier.params.max_new_tokens == 64
+    tango = str(ASSETS / "tango" / "verifier")  # a process verifier takes the same overrides
+    process = Engine(verifier="process", verifier_model=tango, check_options={"check_max_tokens": 64})
+    assert process.verifier.params.max_new_tokens == 64
 
 
 def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):

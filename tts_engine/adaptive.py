@@ -27,7 +27,7 @@ from typing import Any, Iterator, Sequence
 
 from .aggregate import STRATEGIES
 from .backends.base import PromptTooLongError, Sample
-from .engine import ROWS_PER_CHUNK
+from .engine import ROWS_PER_CHUNK, headline_kind
 from .params import SamplingParams
 from .problems import Problem
 from .results import ResultsWriter
@@ -83,9 +83,9 @@ def strategy_keys(engine) -> list[str]:
 def confidence_key(engine, confidence_from: str | None) -> str:
     """The strategy whose vote confidence is compared with tau: the given one, else the headline."""
     if confidence_from is None:
-        if engine.verifier is None:
-            return "majority"
-        return f"weighted:{getattr(engine.verifier, 'headline_kind', None) or f'verifier_{engine.score_norm}'}"
+        return (
+            "majority" if engine.verifier is None else f"weighted:{headline_kind(engine.verifier, engine.score_norm)}"
+        )
     keys = strategy_keys(engine)
     if confidence_from not in keys:
         raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")

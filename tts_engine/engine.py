@@ -83,6 +83,11 @@ class Engine:
             )
         self.verifier_name = verifier if verifier != "process" else f"process:{process_aggregation}"
 
+    @property
+    def headline_kind(self) -> str | None:
+        """The verifier score the headline votes use (see `headline_kind`)."""
+        return headline_kind(self.verifier, self.score_norm)
+
     def prompts(self, problems: Sequence[Problem]) -> list[str]:
         """The exact generation prompt of each problem."""
         return [build_prompt(self.prompt_config, p.text, self.backend) for p in problems]
@@ -276,6 +281,14 @@ class Engine:
             "score_norm": self.score_norm,
             "grader": self.grader,
         }
+
+
+def headline_kind(verifier, score_norm: str) -> str | None:
+    """The verifier's own `headline_kind` where it names one (`verifier_answer`), else `verifier_<score_norm>`;
+    None without a verifier."""
+    if verifier is None:
+        return None
+    return getattr(verifier, "headline_kind", None) or f"verifier_{score_norm}"
 
 
 def _check_fields(verdict) -> dict[str, Any]:
