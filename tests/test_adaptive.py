@@ -12,6 +12,7 @@ from tts_engine.adaptive import (
     record_confidence,
     solve_adaptive_length,
     solve_adaptive_n,
+    strategy_keys,
 )
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
@@ -158,6 +159,16 @@ def test_confidence_from_is_validated_and_recorded(engine):
     assert records[0]["adaptive"]["stopped_because"] == "last_budget"
     with pytest.raises(ValueError, match="confidence_from must be one of .*got 'weighted:oracle'"):
         solve_adaptive_length(engine, PROBLEMS, budgets=[4], confidence_from="weighted:oracle")
+
+
+def test_process_verifier_headlines_its_aggregation(tiny_model_dir):
+    """With a process verifier and no confidence_from, adaptive stops on the process score it votes with."""
+    process = Engine(tiny_model_dir, verifier="process", verifier_model=tiny_model_dir, process_aggregation="min")
+    key = confidence_key(process, None)
+    assert key == "weighted:process" and key in strategy_keys(process)
+    records = solve_adaptive_n(process, PROBLEMS[:1], wave=2, min_n=2, max_n=2, max_new_tokens=8, progress=False)
+    assert records[0]["adaptive"]["confidence_from"] == "weighted:process"
+    assert "weighted:process" in records[0]["strategies"]
 
 
 @pytest.mark.parametrize(

@@ -236,6 +236,8 @@ class ProcessVerifier:
 
     name = "process"
     kinds = ("process", "process_final", "process_min", "process_prod", "process_mean", "process_last")
+    headline_kind = "process"
+    """The score headline votes and adaptive confidence use: the one `aggregation` chose."""
 
     def __init__(
         self,
