@@ -179,7 +179,7 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     from tts_engine.verifiers import ResolvingVerifier
 
     default = Engine()  # the embedded default re-solves once, greedy
-    assert default.headline_kind == "verifier_answer"  # its votes headline the re-solve's answer score
+    assert default.headline_kind == "verifier_path"  # its votes headline the read of each solution's own path
     assert isinstance(default.verifier, ResolvingVerifier) and default.verifier.config.check_samples == 1
     sampled = Engine(check_options={"check_samples": 4, "check_temperature": 1.0})
     assert sampled.verifier.config.check_samples == 4 and sampled.verifier.checker.params.temperature == 1.0
@@ -191,6 +191,20 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     tango = str(ASSETS / "tango" / "verifier")  # a process verifier takes the same overrides
     process = Engine(verifier="process", verifier_model=tango, check_options={"check_max_tokens": 64})
     assert process.verifier.params.max_new_tokens == 64
+
+
+def test_the_default_believes_the_path_of_a_right_solution_only():
+    engine = Engine()
+    problem = "Compute left to right: 12*5+19."
+    right, wrong_line, wrong_operand, wrong_box = (
+        "12*5=60\n60+19=79\n\\boxed{79}",
+        "12*5=60\n60+19=89\n\\boxed{89}",
+        "12*5=60\n60+18=78\n\\boxed{78}",  # right arithmetic on an operand the problem does not have
+        "12*5=60\n60+19=79\n\\boxed{89}",  # right lines, another answer boxed
+    )
+    [scores] = engine.verifier.score([problem], [problem + "\n"], [[right, wrong_line, wrong_operand, wrong_box]])
+    paths = [s.scores["verifier_path"] for s in scores]
+    assert paths[0] > 0.9 and max(paths[1:]) < 0.1
 
 
 def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):

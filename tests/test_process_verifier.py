@@ -200,6 +200,15 @@ def test_resolved_prefix_ends_at_the_last_re_solved_line():
     assert resolved_prefix("answer 1 vs 2 -\nx=3") is None and resolved_prefix("nonsense") is None
 
 
+def test_solution_path_is_the_working_then_the_answer():
+    from tts_engine.verifiers.unified import solution_path
+
+    assert solution_path("28*4=112\n112-18=94\n\\boxed{94}") == "28*4=112\n112-18=94\n"
+    assert solution_path("28*4=112\n112-18=93\n\\boxed{94}") == "28*4=112\n112-18=94\n"  # its answer, not 93
+    assert solution_path("\\boxed{7}") == "7\n"  # no working: the answer alone
+    assert solution_path("28*4=112\n112-18=") is None  # no answer
+
+
 class ContinuationBackend(FakeBackend):
     """FakeBackend that also scores continuations: log P = -0.1 for `favoured`, -1 per character for any other."""
 
@@ -232,8 +241,13 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     assert c.scores["verifier_answer"] == 0.0  # no re-solved line to score after
     prompt, continuation = backend.continuation_queries[0]
     assert prompt == "q\n" + right + "<|endoftext|>Again.\n28*4=112\n112-18=94\n94+80=" and continuation == "174\n"
-    assert len(backend.continuation_queries) == 2
+    assert len(backend.continuation_queries) == 2 + 3  # two answer reads (c has no re-solved line), three paths
+    assert backend.continuation_queries[2] == ("q\n" + right + "<|endoftext|>Again.\n", "174\n")
+    assert a.scores["verifier_path"] == pytest.approx(math.exp(-0.1))
+    assert b.scores["verifier_path"] == pytest.approx(math.exp(-4.0))  # a path to 173 the model does not favour
+    assert c.scores["verifier_path"] == pytest.approx(math.exp(-0.1))  # read though its check was not
     read = len(backend.encode(prompt)) + len(backend.encode(continuation))  # no prefix cache: all of it computed
+    read += len(backend.encode("q\n" + right + "<|endoftext|>Again.\n")) + len(backend.encode("174\n"))
     plain = dataclasses.replace(config, check_answer_score=False)
     [[checked, *_]] = make_unified_verifier(ContinuationBackend([check], "174\n"), plain).score(
         ["q"], ["q\n"], [[right]]
@@ -252,7 +266,7 @@ def test_resolving_verifier_needs_a_backend_that_scores_continuations():
 
 class ResolveBackend(ContinuationBackend):
     """ContinuationBackend that writes `params.n` texts per prompt, and whose favoured answer is the value the
-    re-solve reached (the prompt ends at its last "=")."""
+    re-solve reached (the prompt ends at its last "="); a prompt that ends elsewhere favours nothing."""
 
     def __init__(self, texts, favoured_after):
         super().__init__(texts, favoured=None)
@@ -265,7 +279,7 @@ class ResolveBackend(ContinuationBackend):
         return [[row[0] for row in written[i * params.n : (i + 1) * params.n]] for i in range(len(prompts))]
 
     def continuation_logprobs(self, prompts, continuations):
-        favoured = [next(a for line, a in self.favoured_after.items() if p.endswith(line)) for p in prompts]
+        favoured = [next((a for line, a in self.favoured_after.items() if p.endswith(line)), None) for p in prompts]
         return [-0.1 if c == f else -float(len(c)) for c, f in zip(continuations, favoured)]
 
 
@@ -299,7 +313,8 @@ def test_several_sampled_re_solves_average_the_answer_score():
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
     prompt_tokens = len(backend.encode("q\n\\boxed{174}<|endoftext|>Again.\n"))
-    assert score.tokens == first.tokens + second.tokens - prompt_tokens  # the prompt is computed once
+    path_read = prompt_tokens + len(backend.encode("174\n"))  # the solution's own path is read once, not per re-solve
+    assert score.tokens == first.tokens + second.tokens - prompt_tokens - path_read  # the prompt is computed once
 
 
 @pytest.mark.parametrize(

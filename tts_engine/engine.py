@@ -284,7 +284,7 @@ class Engine:
 
 
 def headline_kind(verifier, score_norm: str) -> str | None:
-    """The verifier's own `headline_kind` where it names one (`verifier_answer`), else `verifier_<score_norm>`;
+    """The verifier's own `headline_kind` where it names one (`verifier_path`), else `verifier_<score_norm>`;
     None without a verifier."""
     if verifier is None:
         return None

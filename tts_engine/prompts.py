@@ -46,7 +46,8 @@ class PromptConfig:
     """Longest check a verifier may write, in tokens."""
     check_answer_score: bool = False
     """The check re-solves the problem (`... =R` lines, then `answer ...`): also score the solution's answer by
-    the checkpoint's own probability of writing it after the re-solve's last "=" (`verifier_answer`)."""
+    the checkpoint's own probability of writing it after the re-solve's last "=" (`verifier_answer`), and the
+    solution's whole path by its probability of re-solving exactly so (`verifier_path`)."""
     check_temperature: float = 0.0
     """Temperature of the check. 0: greedy, so every sample of a problem is checked by nearly the same re-solve
     and shares its errors; above 0 each distinct solution's check is sampled (seeded by its text), so the

@@ -38,7 +38,7 @@ class Backend(Protocol):
     `yes_no_logprobs` returns, for each prompt, log P(yes_id) and log P(no_id) as the next token under the
     full-vocabulary softmax: the unified verifier's scores come from it.
     Optional: `continuation_logprobs(prompts, continuations)`, teacher-forced log P(continuation | prompt) of
-    each pair (the re-solving verifier's `verifier_answer`); the hf, vllm and openai backends have it.
+    each pair (the re-solving verifier's `verifier_answer` and `verifier_path`); the hf, vllm and openai backends have it.
     """
 
     name: str

@@ -128,15 +128,35 @@ def resolved_prefix(check: str) -> str | None:
     return None if at < 0 else check[: at + 1]
 
 
-class ResolvingVerifier(CheckingVerifier):
-    """A checking verifier whose check solves the problem again: beside its verdict, `verifier_answer` is the
-    checkpoint's probability of writing the solution's answer (then a line break) right after the re-solve's last
-    "=", teacher-forced. It needs no comparison written by the model, only the re-solve. 0 when the solution has
-    no answer, the check has no re-solved line, or the check was too long to write."""
+def solution_path(solution: str) -> str | None:
+    """What a re-solve that follows the solution line by line writes: its working up to its last "=" before its
+    answer, then the answer and a line break; None when the solution has no answer."""
+    answer = extract_answer(solution)
+    if answer is None:
+        return None
+    boxed = solution.rfind("\\boxed")
+    body = solution if boxed < 0 else solution[:boxed]
+    at = body.rfind("=")
+    return body[: at + 1] + answer + "\n"
 
-    kinds = CheckingVerifier.kinds + ("verifier_answer",)
-    headline_kind = "verifier_answer"
-    """The score adaptive strategies take their confidence from by default (the written verdict is weaker)."""
+
+class ResolvingVerifier(CheckingVerifier):
+    """A checking verifier whose check solves the problem again. Beside its verdict, two teacher-forced reads
+    that need no comparison written by the model:
+
+    - `verifier_answer`: the checkpoint's probability of writing the solution's answer (then a line break) right
+      after the re-solve's last "="; 0 when the solution has no answer, the check has no re-solved line, or the
+      check was too long to write.
+    - `verifier_path`: its probability of re-solving exactly as the solution did, every line and the answer
+      (`solution_path`), from the check request on. A slip the re-solve would make lowers this score only as much
+      as the model believes the slip, instead of deciding it; 0 when the solution has no answer or the read does
+      not fit the context.
+    """
+
+    kinds = CheckingVerifier.kinds + ("verifier_answer", "verifier_path")
+    headline_kind = "verifier_path"
+    """The score headline votes and adaptive confidence use by default: the path read, which a re-solve's slip
+    does not decide for every sample of a problem at once (the written verdict is weaker than both reads)."""
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
@@ -159,12 +179,14 @@ class ResolvingVerifier(CheckingVerifier):
                 [(fp, s, c) for fp, s, row_checks in zip(flat_prompts, solutions, per_solution) for c in row_checks]
             )
         )
+        paths = self._path_reads(flat_prompts, solutions)
         merged = []
-        for row_checks in per_solution:
+        for row_checks, (path, path_tokens) in zip(per_solution, paths):
             mine = [next(reads) for _ in row_checks]
             first = self._rename(replace(row_checks[0]))
             first.scores["verifier_answer"] = sum(p for p, _ in mine) / len(mine)
-            first.tokens = sum(c.tokens for c in row_checks) + sum(t for _, t in mine)
+            first.scores["verifier_path"] = path
+            first.tokens = sum(c.tokens for c in row_checks) + sum(t for _, t in mine) + path_tokens
             merged.append(first)
         result, start = [], 0
         for outs in outputs:
@@ -173,18 +195,33 @@ class ResolvingVerifier(CheckingVerifier):
         return result
 
     def _answer_reads(self, checks: list[tuple[str, str, ProcessSampleScore]]) -> list[tuple[float, int]]:
-        """(P(solution's answer after the re-solve's last "="), tokens computed) of each (prompt, solution, check);
-        (0, 0) when the solution has no answer, the check no re-solved line, or the prompt was too long."""
-        queries = []
-        for k, (prompt, solution, check) in enumerate(checks):
+        """(P(solution's answer after the re-solve's last "="), tokens computed) of each (prompt, solution, check)."""
+        pairs = []
+        for prompt, solution, check in checks:
             prefix, answer = resolved_prefix(check.text), extract_answer(solution)
-            if prefix is not None and answer is not None and check.status != "too_long":
-                queries.append((k, prompt + prefix, answer + "\n"))
-        texts, continuations = [q for _, q, _ in queries], [c for _, _, c in queries]
-        computed = self._computed_tokens(texts, continuations)
-        logps = self.checker.backend.continuation_logprobs(texts, continuations) if queries else []
-        reads = [(0.0, 0)] * len(checks)
-        for (k, _, _), logp, tokens in zip(queries, logps, computed):
+            usable = prefix is not None and answer is not None and check.status != "too_long"
+            pairs.append((prompt + prefix, answer + "\n") if usable else None)
+        return self._reads(pairs)
+
+    def _path_reads(self, prompts: list[str], solutions: list[str]) -> list[tuple[float, int]]:
+        """(P(the re-solve follows the solution's own path), tokens computed) of each (check prompt, solution)."""
+        paths = [solution_path(s) for s in solutions]
+        return self._reads([None if path is None else (p, path) for p, path in zip(prompts, paths)])
+
+    def _reads(self, pairs: list[tuple[str, str] | None]) -> list[tuple[float, int]]:
+        """(P(continuation | query) teacher-forced, tokens computed) of each (query, continuation); (0, 0) for None
+        or a pair longer than the context."""
+        backend = self.checker.backend
+        fits = [
+            k
+            for k, pair in enumerate(pairs)
+            if pair is not None and len(backend.encode(pair[0] + pair[1])) <= backend.max_model_len
+        ]
+        queries, continuations = [pairs[k][0] for k in fits], [pairs[k][1] for k in fits]
+        computed = self._computed_tokens(queries, continuations)
+        logps = backend.continuation_logprobs(queries, continuations) if fits else []
+        reads = [(0.0, 0)] * len(pairs)
+        for k, logp, tokens in zip(fits, logps, computed):
             reads[k] = (math.exp(logp), tokens)
         return reads
 
