@@ -205,6 +205,10 @@ def test_the_default_believes_the_path_of_a_right_solution_only():
     [scores] = engine.verifier.score([problem], [problem + "\n"], [[right, wrong_line, wrong_operand, wrong_box]])
     paths = [s.scores["verifier_path"] for s in scores]
     assert paths[0] > 0.9 and max(paths[1:]) < 0.1
+    alone = Engine(check_options={"check_resolve": False})  # the same read, with no re-solve written first
+    [read_alone] = alone.verifier.score([problem], [problem + "\n"], [[right, wrong_line, wrong_operand, wrong_box]])
+    assert [s.scores["verifier_path"] for s in read_alone] == pytest.approx(paths, abs=1e-4)
+    assert all(a.tokens < s.tokens for a, s in zip(read_alone, scores))
 
 
 def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):

@@ -255,6 +255,32 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     assert a.tokens == checked.tokens + read  # the answer read counts as verifier compute
 
 
+def test_path_verifier_reads_the_path_alone_without_a_re_solve():
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers.unified import PathVerifier
+
+    config = PromptConfig(
+        use_chat_template=False,
+        verify_form="check",
+        check_suffix="<|endoftext|>Again.\n",
+        check_answer_score=True,
+        check_resolve=False,
+    )
+    backend = ContinuationBackend([], favoured="1+2=3\n")  # no text to generate: a generate call would fail
+    verifier = make_unified_verifier(backend, config)
+    assert isinstance(verifier, PathVerifier) and verifier.headline_kind == "verifier_path"
+    [[right, wrong, unanswered]] = verifier.score(["q"], ["q\n"], [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}", "1+2="]])
+    assert right.scores == {"verifier_path": pytest.approx(math.exp(-0.1))} and right.status == "ok"
+    assert wrong.scores["verifier_path"] == pytest.approx(math.exp(-6.0))  # "1+2=4\n" is not favoured
+    assert (unanswered.scores["verifier_path"], unanswered.tokens, unanswered.status) == (0.0, 0, "no_answer")
+    prompt = "q\n1+2=3\n\\boxed{3}<|endoftext|>Again.\n"
+    assert backend.continuation_queries[0] == (prompt, "1+2=3\n")
+    assert right.tokens == len(backend.encode(prompt)) + len(backend.encode("1+2=3\n"))
+    with pytest.raises(ValueError, match="needs a re-solving checkpoint"):
+        PromptConfig(verify_form="check", check_resolve=False)
+
+
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():
     from tts_engine.prompts import PromptConfig
     from tts_engine.verifiers import make_unified_verifier

@@ -52,6 +52,10 @@ class PromptConfig:
     """Temperature of the check. 0: greedy, so every sample of a problem is checked by nearly the same re-solve
     and shares its errors; above 0 each distinct solution's check is sampled (seeded by its text), so the
     check's errors differ from sample to sample and average out in a vote."""
+    check_resolve: bool = True
+    """Write the re-solve before reading (`check_answer_score`): the verdict, marks, `verifier_answer` and the check
+    text come from it. false: read `verifier_path` alone, one teacher-forced pass per distinct solution and no
+    generation (a fraction of the verifier's tokens and time)."""
     check_samples: int = 1
     """Re-solves per distinct solution (`check_answer_score`); `verifier_answer` is their mean. More than 1 only
     with `check_temperature` > 0 (greedy re-solves are all the same)."""
@@ -70,6 +74,10 @@ class PromptConfig:
         if self.check_samples > 1 and self.check_temperature == 0:
             raise ValueError(
                 f"check_samples = {self.check_samples} needs check_temperature > 0: greedy re-solves are all the same"
+            )
+        if not self.check_resolve and not self.check_answer_score:
+            raise ValueError(
+                "check_resolve = false reads verifier_path, which needs a re-solving checkpoint (check_answer_score)"
             )
         self.stop = tuple(self.stop)
 

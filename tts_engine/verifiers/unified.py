@@ -10,7 +10,7 @@ from typing import Sequence
 from ..answers.extract import extract_answer
 from ..prompts import PromptConfig, build_verify_prompt
 from .base import SampleScore
-from .process import ProcessSampleScore, ProcessVerifier
+from .process import ProcessSampleScore, ProcessVerifier, build_process_prompt
 
 SCORE_NORMS = ("vocab", "yes_no")
 
@@ -140,6 +140,37 @@ def solution_path(solution: str) -> str | None:
     return body[: at + 1] + answer + "\n"
 
 
+def teacher_forced_reads(backend, pairs: list[tuple[str, str] | None]) -> list[tuple[float, int]]:
+    """(P(continuation | query) teacher-forced, tokens computed) of each (query, continuation); (0, 0) for None
+    or a pair longer than the context. Tokens computed: query + continuation, less what the prefix cache holds."""
+    fits = [
+        k
+        for k, pair in enumerate(pairs)
+        if pair is not None and len(backend.encode(pair[0] + pair[1])) <= backend.max_model_len
+    ]
+    queries, continuations = [pairs[k][0] for k in fits], [pairs[k][1] for k in fits]
+    lookup = getattr(backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))
+    cached = lookup(queries) if fits else []
+    logps = backend.continuation_logprobs(queries, continuations) if fits else []
+    reads = [(0.0, 0)] * len(pairs)
+    for k, q, c, hit, logp in zip(fits, queries, continuations, cached, logps):
+        reads[k] = (math.exp(logp), len(backend.encode(q)) + len(backend.encode(c)) - hit)
+    return reads
+
+
+def path_reads(backend, check_prompts: list[str], solutions: list[str]) -> list[tuple[float, int]]:
+    """(P(the re-solve follows the solution's own path), tokens computed) of each (check prompt, solution)."""
+    paths = [solution_path(s) for s in solutions]
+    return teacher_forced_reads(backend, [None if path is None else (p, path) for p, path in zip(check_prompts, paths)])
+
+
+def _needs_continuations(backend) -> None:
+    if not hasattr(backend, "continuation_logprobs"):
+        raise ValueError(
+            f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
+        )
+
+
 class ResolvingVerifier(CheckingVerifier):
     """A checking verifier whose check solves the problem again. Beside its verdict, two teacher-forced reads
     that need no comparison written by the model:
@@ -160,10 +191,7 @@ class ResolvingVerifier(CheckingVerifier):
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
-        if not hasattr(backend, "continuation_logprobs"):
-            raise ValueError(
-                f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
-            )
+        _needs_continuations(backend)
 
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
@@ -179,7 +207,7 @@ class ResolvingVerifier(CheckingVerifier):
                 [(fp, s, c) for fp, s, row_checks in zip(flat_prompts, solutions, per_solution) for c in row_checks]
             )
         )
-        paths = self._path_reads(flat_prompts, solutions)
+        paths = path_reads(self.checker.backend, flat_prompts, solutions)
         merged = []
         for row_checks, (path, path_tokens) in zip(per_solution, paths):
             mine = [next(reads) for _ in row_checks]
@@ -188,11 +216,7 @@ class ResolvingVerifier(CheckingVerifier):
             first.scores["verifier_path"] = path
             first.tokens = sum(c.tokens for c in row_checks) + sum(t for _, t in mine) + path_tokens
             merged.append(first)
-        result, start = [], 0
-        for outs in outputs:
-            result.append(merged[start : start + len(outs)])
-            start += len(outs)
-        return result
+        return _per_problem(merged, outputs)
 
     def _answer_reads(self, checks: list[tuple[str, str, ProcessSampleScore]]) -> list[tuple[float, int]]:
         """(P(solution's answer after the re-solve's last "="), tokens computed) of each (prompt, solution, check)."""
@@ -201,44 +225,58 @@ class ResolvingVerifier(CheckingVerifier):
             prefix, answer = resolved_prefix(check.text), extract_answer(solution)
             usable = prefix is not None and answer is not None and check.status != "too_long"
             pairs.append((prompt + prefix, answer + "\n") if usable else None)
-        return self._reads(pairs)
+        return teacher_forced_reads(self.checker.backend, pairs)
 
-    def _path_reads(self, prompts: list[str], solutions: list[str]) -> list[tuple[float, int]]:
-        """(P(the re-solve follows the solution's own path), tokens computed) of each (check prompt, solution)."""
-        paths = [solution_path(s) for s in solutions]
-        return self._reads([None if path is None else (p, path) for p, path in zip(prompts, paths)])
 
-    def _reads(self, pairs: list[tuple[str, str] | None]) -> list[tuple[float, int]]:
-        """(P(continuation | query) teacher-forced, tokens computed) of each (query, continuation); (0, 0) for None
-        or a pair longer than the context."""
-        backend = self.checker.backend
-        fits = [
-            k
-            for k, pair in enumerate(pairs)
-            if pair is not None and len(backend.encode(pair[0] + pair[1])) <= backend.max_model_len
+class PathVerifier:
+    """A re-solving checkpoint's `verifier_path` alone (`check_resolve: false`): no re-solve is written, so no
+    verdict, marks, `verifier_answer` or check text; one teacher-forced read per distinct solution."""
+
+    name = "unified"
+    kinds = ("verifier_path",)
+    headline_kind = "verifier_path"
+
+    def __init__(self, backend, prompt_config: PromptConfig):
+        _needs_continuations(backend)
+        self.backend = backend
+        self.config = prompt_config
+
+    def score(
+        self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
+    ) -> list[list[SampleScore]]:
+        check_prompts = [
+            build_process_prompt(self.config, q, p, o, "compact", self.backend)
+            for q, p, outs in zip(questions, prompts, outputs)
+            for o in outs
         ]
-        queries, continuations = [pairs[k][0] for k in fits], [pairs[k][1] for k in fits]
-        computed = self._computed_tokens(queries, continuations)
-        logps = backend.continuation_logprobs(queries, continuations) if fits else []
-        reads = [(0.0, 0)] * len(pairs)
-        for k, logp, tokens in zip(fits, logps, computed):
-            reads[k] = (math.exp(logp), tokens)
-        return reads
-
-    def _computed_tokens(self, queries: list[str], continuations: list[str]) -> list[int]:
-        """Tokens the answer read computes: query + continuation, less what the prefix cache holds of the query."""
-        backend = self.checker.backend
-        cached = (
-            backend.cached_prefix_tokens(queries) if hasattr(backend, "cached_prefix_tokens") else [0] * len(queries)
-        )
-        return [
-            len(backend.encode(q)) + len(backend.encode(c)) - hit for q, c, hit in zip(queries, continuations, cached)
+        solutions = [o for outs in outputs for o in outs]
+        scored = [
+            SampleScore({"verifier_path": path}, tokens, status=_read_status(tokens, solution))
+            for (path, tokens), solution in zip(path_reads(self.backend, check_prompts, solutions), solutions)
         ]
+        return _per_problem(scored, outputs)
+
+
+def _read_status(tokens: int, solution: str) -> str:
+    if tokens:
+        return "ok"
+    return "no_answer" if solution_path(solution) is None else "too_long"
+
+
+def _per_problem(flat: list, outputs: Sequence[Sequence[str]]) -> list[list]:
+    """Flat per-solution scores regrouped as the (P, N) outputs they came from."""
+    result, start = [], 0
+    for outs in outputs:
+        result.append(flat[start : start + len(outs)])
+        start += len(outs)
+    return result
 
 
 def make_unified_verifier(backend, prompt_config: PromptConfig):
     """The unified verifier the checkpoint was trained for (its `verify_form`)."""
     if prompt_config.verify_form == "check":
+        if prompt_config.check_answer_score and not prompt_config.check_resolve:
+            return PathVerifier(backend, prompt_config)
         if prompt_config.check_answer_score:
             return ResolvingVerifier(backend, prompt_config)
         return CheckingVerifier(backend, prompt_config)
