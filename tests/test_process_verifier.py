@@ -222,13 +222,18 @@ class ContinuationBackend(FakeBackend):
         return [-0.1 if c == self.favoured else -float(len(c)) for p, c in zip(prompts, continuations)]
 
 
-def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
+def resolving_config(**overrides):
+    """A re-solving checkpoint's prompt settings (plain template, "Again." request), with `overrides`."""
     from tts_engine.prompts import PromptConfig
+
+    settings = dict(use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Again.\n")
+    return PromptConfig(**settings, check_answer_score=True, **overrides)
+
+
+def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     from tts_engine.verifiers import ResolvingVerifier, make_unified_verifier
 
-    config = PromptConfig(
-        use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Again.\n", check_answer_score=True
-    )
+    config = resolving_config()
     check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 +\nverdict:Yes"
     backend = ContinuationBackend([check, check, "no lines at all"], favoured="174\n")
     verifier = make_unified_verifier(backend, config)
@@ -260,13 +265,7 @@ def test_path_verifier_reads_the_path_alone_without_a_re_solve():
     from tts_engine.verifiers import make_unified_verifier
     from tts_engine.verifiers.unified import PathVerifier
 
-    config = PromptConfig(
-        use_chat_template=False,
-        verify_form="check",
-        check_suffix="<|endoftext|>Again.\n",
-        check_answer_score=True,
-        check_resolve=False,
-    )
+    config = resolving_config(check_resolve=False)
     backend = ContinuationBackend([], favoured="1+2=3\n")  # no text to generate: a generate call would fail
     verifier = make_unified_verifier(backend, config)
     assert isinstance(verifier, PathVerifier) and verifier.headline_kind == "verifier_path"
@@ -310,17 +309,9 @@ class ResolveBackend(ContinuationBackend):
 
 
 def test_several_sampled_re_solves_average_the_answer_score():
-    from tts_engine.prompts import PromptConfig
     from tts_engine.verifiers import make_unified_verifier
 
-    config = PromptConfig(
-        use_chat_template=False,
-        verify_form="check",
-        check_suffix="<|endoftext|>Again.\n",
-        check_answer_score=True,
-        check_temperature=1.0,
-        check_samples=2,
-    )
+    config = resolving_config(check_temperature=1.0, check_samples=2)
     right_resolve = "28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
     slip_resolve = "28*4=112\n112-18=93\n93+80=173\nanswer 174 vs 173 -\nverdict:No"
     favoured = {"94+80=": "174\n", "93+80=": "173\n"}
