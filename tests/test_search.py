@@ -294,6 +294,14 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
         assert record["compute"]["verifier_tokens"] > 0 and record["strategies"]["majority"]["correct"] is not None
 
 
+def test_search_refuses_the_path_read_alone_with_a_clear_error():
+    from tts_engine.search import step_scorer_for
+
+    engine = Engine(check_options={"check_resolve": False})  # reads verifier_path only: no step scores
+    with pytest.raises(ValueError, match="drop --check-option check_resolve=false"):
+        step_scorer_for(engine, "\n")
+
+
 def test_shipped_tango_pair_with_the_process_verifier():
     engine = Engine(
         str(ASSETS / "tango" / "generator"), verifier="process", verifier_model=str(ASSETS / "tango" / "verifier")

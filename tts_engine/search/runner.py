@@ -403,6 +403,11 @@ def step_scorer_for(
             "step-level search needs a step scorer: use the unified or process verifier, or "
             "--verifier-kind prm --verifier-model PATH"
         )
+    if engine.verifier.kinds == ("verifier_path",):
+        raise ValueError(
+            "step-level search needs step scores, and check_resolve=false writes no check to read them from: "
+            "drop --check-option check_resolve=false"
+        )
     if engine.verifier.name == "process":
         return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
     if hasattr(engine.verifier, "checker"):  # the unified verifier of a checkpoint that writes a check
