@@ -280,6 +280,25 @@ def test_path_verifier_reads_the_path_alone_without_a_re_solve():
         PromptConfig(verify_form="check", check_resolve=False)
 
 
+def test_path_step_scorer_reads_each_new_step_once():
+    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers.prm import PathStepScorer
+
+    backend = ContinuationBackend(["28*4=112\nanswer 112 vs 112 +\nverdict:Yes"], favoured="112-18=94\n")
+    scorer = PathStepScorer(make_unified_verifier(backend, resolving_config()), lambda p: p + "\n")
+    [two] = scorer.score_batch(["q"], [["28*4=112", "112-18=94"]])
+    one, two_steps = "q\n28*4=112<|endoftext|>Again.\n", "q\n28*4=112\n112-18=94<|endoftext|>Again.\n"
+    # each step is read after the solution as it stood when that step was new
+    assert backend.continuation_queries == [(one, "28*4=112\n"), (two_steps + "28*4=112\n", "112-18=94\n")]
+    assert two.scores == pytest.approx([math.exp(-9.0), math.exp(-0.1)]) and two.tokens > 0
+    [three, again] = scorer.score_batch(["q", "q"], [["28*4=112", "112-18=94", "\\boxed{95}"]] * 2)
+    assert backend.continuation_queries[-1][1] == "95\n"  # the boxed answer, read as the last line's result
+    assert three.scores[:2] == two.scores and three.scores[2] == pytest.approx(math.exp(-3.0))
+    assert three.tokens > 0 and again.tokens == 0 and len(backend.continuation_queries) == 3  # read once
+    [boxed] = scorer.score_batch(["q"], [["28*4=112", "112-18=94", "\\boxed{94}"]])
+    assert boxed.scores[2] == 1.0 and len(backend.continuation_queries) == 3  # agrees: nothing to read
+
+
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():
     from tts_engine.prompts import PromptConfig
     from tts_engine.verifiers import make_unified_verifier

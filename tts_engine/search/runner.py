@@ -388,9 +388,11 @@ def step_scorer_for(
     prm_format: str | None = None,
 ):
     """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
-    (process: its step verdicts; unified: its verdict on each step prefix, in the engine's score_norm)."""
+    (process: its step verdicts; a re-solving checkpoint: its belief in each step, `PathStepScorer`; another
+    checking one: its marks; unified: its verdict on each step prefix, in the engine's score_norm)."""
     from ..prompts import build_prompt
-    from ..verifiers.prm import CheckStepScorer, ProcessStepScorer, UnifiedStepScorer, load_prm
+    from ..verifiers.prm import CheckStepScorer, PathStepScorer, ProcessStepScorer, UnifiedStepScorer, load_prm
+    from ..verifiers.unified import ResolvingVerifier
 
     if verifier_kind == "prm":
         if verifier_model is None:
@@ -410,6 +412,8 @@ def step_scorer_for(
         )
     if engine.verifier.name == "process":
         return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
+    if isinstance(engine.verifier, ResolvingVerifier):  # its belief in each step, read teacher-forced
+        return PathStepScorer(engine.verifier, prompt_for, delimiter)
     if hasattr(engine.verifier, "checker"):  # the unified verifier of a checkpoint that writes a check
         return CheckStepScorer(engine.verifier, prompt_for, delimiter)
     return UnifiedStepScorer(engine.verifier, prompt_for, delimiter, kind=f"verifier_{engine.score_norm}")

@@ -10,7 +10,8 @@ Two families serve it:
   `skywork` (causal LM body + value head `v_head.summary`, sigmoid of the value at each step's end token).
   A new format is one class with `@register_prm_format`; `detect_prm_format` reads a checkpoint's config.
 - the project's own verifiers through adapters: `ProcessStepScorer` (the generative Tango-form verifier;
-  its step verdicts) and `UnifiedStepScorer` (the reasoner's Yes/No verdict on every step prefix).
+  its step verdicts), `UnifiedStepScorer` (the reasoner's Yes/No verdict on every step prefix), `CheckStepScorer`
+  (a checking model's marks) and `PathStepScorer` (a re-solving model's belief in each step, read teacher-forced).
 
 Every scorer also answers `score_batch(problems, steps_lists) -> [StepScores]` (one batched call; what step-level
 search uses), and counts the tokens it read or wrote (its compute).
@@ -503,6 +504,71 @@ class CheckStepScorer(ProcessStepScorer):
         if len(marks) >= num_steps:
             return StepScores(list(marks[:num_steps]), verdict.tokens, "ok")
         return StepScores([verdict.scores.get("process_final", 0.0)] * num_steps, verdict.tokens, "too_few_marks")
+
+
+class PathStepScorer(BatchedScorer):
+    """A re-solving checkpoint's path read (`verifier_path`) as a step scorer.
+
+    Step k's score is read when the solution has k steps: the checkpoint's probability, re-solving after reading
+    them with steps 1..k-1 teacher-forced, of writing step k next; for a step that only boxes the answer, of that
+    answer as the last line's result (1 when they agree). Each (problem, steps 1..k) is read once and cached, so a
+    search pays one teacher-forced read per beam per round.
+    """
+
+    name = "path"
+
+    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
+        self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
+        self.cache: dict[tuple[str, tuple[str, ...]], tuple[float, int]] = {}
+
+    def score_batch(self, problems, steps):
+        keys = [(problem, tuple(row[:k])) for problem, row in zip(problems, steps) for k in range(1, len(row) + 1)]
+        for row in steps:
+            _check_steps(row)
+        todo = list(dict.fromkeys(key for key in keys if key not in self.cache))
+        self.cache.update(zip(todo, self._read(todo)))
+        result, charged, start = [], set(), 0
+        for row in steps:
+            mine = keys[start : start + len(row)]
+            start += len(row)
+            fresh = [key for key in mine if key in todo and key not in charged]
+            charged.update(fresh)
+            result.append(StepScores([self.cache[key][0] for key in mine], sum(self.cache[key][1] for key in fresh)))
+        return result
+
+    def _read(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int]]:
+        from .process import build_process_prompt
+        from .unified import teacher_forced_reads
+
+        backend = self.verifier.checker.backend if hasattr(self.verifier, "checker") else self.verifier.backend
+        pairs = []
+        for problem, row in keys:
+            solution = self.delimiter.join(row)
+            before, now = self._path(row[:-1]), self._path(row)
+            common = _common_prefix(before, now)
+            check = build_process_prompt(
+                self.verifier.config, problem, self.prompt_for(problem), solution, "compact", backend
+            )
+            pairs.append(None if common == now else (check + common, now[len(common) :]))
+        reads = teacher_forced_reads(backend, [pair for pair in pairs if pair is not None])
+        it = iter(reads)
+        return [(1.0, 0) if pair is None else next(it) for pair in pairs]
+
+    def _path(self, row: Sequence[str]) -> str:
+        from .unified import solution_path
+
+        text = self.delimiter.join(row)
+        return solution_path(text) or "".join(step + "\n" for step in row)
+
+
+def _common_prefix(a: str, b: str) -> str:
+    """The longest common prefix of a and b, cut back to end at a line break or "=" (never inside a number)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    if n == len(a) == len(b):
+        return a
+    return a[: max(a.rfind("\n", 0, n), a.rfind("=", 0, n)) + 1]
 
 
 class UnifiedStepScorer(BatchedScorer):
