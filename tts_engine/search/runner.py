@@ -392,7 +392,7 @@ def step_scorer_for(
     checking one: its marks; unified: its verdict on each step prefix, in the engine's score_norm)."""
     from ..prompts import build_prompt
     from ..verifiers.prm import CheckStepScorer, PathStepScorer, ProcessStepScorer, UnifiedStepScorer, load_prm
-    from ..verifiers.unified import ResolvingVerifier
+    from ..verifiers.unified import PathVerifier, ResolvingVerifier
 
     if verifier_kind == "prm":
         if verifier_model is None:
@@ -405,7 +405,7 @@ def step_scorer_for(
             "step-level search needs a step scorer: use the unified or process verifier, or "
             "--verifier-kind prm --verifier-model PATH"
         )
-    if engine.verifier.kinds == ("verifier_path",):
+    if isinstance(engine.verifier, PathVerifier):
         raise ValueError(
             "step-level search needs step scores, and check_resolve=false writes no check to read them from: "
             "drop --check-option check_resolve=false"

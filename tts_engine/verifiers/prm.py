@@ -506,59 +506,63 @@ class CheckStepScorer(ProcessStepScorer):
         return StepScores([verdict.scores.get("process_final", 0.0)] * num_steps, verdict.tokens, "too_few_marks")
 
 
-class PathStepScorer(BatchedScorer):
-    """A re-solving checkpoint's path read (`verifier_path`) as a step scorer.
-
-    Step k's score is read when the solution has k steps: the checkpoint's probability, re-solving after reading
-    them with steps 1..k-1 teacher-forced, of writing step k next; for a step that only boxes the answer, of that
-    answer as the last line's result (1 when they agree). Each (problem, steps 1..k) is read once and cached, so a
-    search pays one teacher-forced read per beam per round.
-    """
-
-    name = "path"
+class PrefixCachedScorer(BatchedScorer):
+    """A step scorer whose step k is read from steps 1..k alone: each (problem, steps 1..k) is read once and
+    cached (a search extends its beams a step at a time, so a round reads only the new last steps), and its
+    tokens are charged once, to its first asker. Subclasses say how to read keys (`_read`)."""
 
     def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
         self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
         self.cache: dict[tuple[str, tuple[str, ...]], tuple[float, int]] = {}
 
     def score_batch(self, problems, steps):
-        keys = [(problem, tuple(row[:k])) for problem, row in zip(problems, steps) for k in range(1, len(row) + 1)]
         for row in steps:
             _check_steps(row)
+        keys = [(problem, tuple(row[:k])) for problem, row in zip(problems, steps) for k in range(1, len(row) + 1)]
         todo = list(dict.fromkeys(key for key in keys if key not in self.cache))
-        self.cache.update(zip(todo, self._read(todo)))
-        result, charged, start = [], set(), 0
+        if todo:
+            self.cache.update(zip(todo, self._read(todo)))
+        uncharged, result, start = set(todo), [], 0
         for row in steps:
             mine = keys[start : start + len(row)]
             start += len(row)
-            fresh = [key for key in mine if key in todo and key not in charged]
-            charged.update(fresh)
+            fresh = [key for key in mine if key in uncharged]
+            uncharged.difference_update(fresh)
             result.append(StepScores([self.cache[key][0] for key in mine], sum(self.cache[key][1] for key in fresh)))
         return result
 
     def _read(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int]]:
-        from .process import build_process_prompt
+        """(step score of the last step, tokens computed) of each (problem, steps 1..k)."""
+        raise NotImplementedError
+
+
+class PathStepScorer(PrefixCachedScorer):
+    """A re-solving checkpoint's path read (`verifier_path`) as a step scorer.
+
+    Step k's score is read when the solution has k steps: the checkpoint's probability, re-solving after reading
+    them with steps 1..k-1 teacher-forced, of writing step k next; for a step that only boxes the answer, of that
+    answer as the last line's result (1 when they agree). One teacher-forced read per beam per round.
+    """
+
+    name = "path"
+
+    def _read(self, keys):
         from .unified import teacher_forced_reads
 
-        backend = self.verifier.checker.backend if hasattr(self.verifier, "checker") else self.verifier.backend
+        checker = self.verifier.checker
         pairs = []
         for problem, row in keys:
-            solution = self.delimiter.join(row)
+            [check] = checker.prompts([problem], [self.prompt_for(problem)], [[self.delimiter.join(row)]])
             before, now = self._path(row[:-1]), self._path(row)
             common = _common_prefix(before, now)
-            check = build_process_prompt(
-                self.verifier.config, problem, self.prompt_for(problem), solution, "compact", backend
-            )
             pairs.append(None if common == now else (check + common, now[len(common) :]))
-        reads = teacher_forced_reads(backend, [pair for pair in pairs if pair is not None])
-        it = iter(reads)
-        return [(1.0, 0) if pair is None else next(it) for pair in pairs]
+        reads = teacher_forced_reads(checker.backend, pairs)
+        return [(1.0, 0) if pair is None else read for pair, read in zip(pairs, reads)]
 
     def _path(self, row: Sequence[str]) -> str:
         from .unified import solution_path
 
-        text = self.delimiter.join(row)
-        return solution_path(text) or "".join(step + "\n" for step in row)
+        return solution_path(self.delimiter.join(row)) or "".join(step + "\n" for step in row)
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -571,11 +575,10 @@ def _common_prefix(a: str, b: str) -> str:
     return a[: max(a.rfind("\n", 0, n), a.rfind("=", 0, n)) + 1]
 
 
-class UnifiedStepScorer(BatchedScorer):
+class UnifiedStepScorer(PrefixCachedScorer):
     """The unified verifier (RL^V) as a step scorer: step k's score is its Yes/No verdict on steps 1..k.
 
-    Each prefix is scored once and cached (a search extends prefixes step by step, so a round scores only the
-    new last steps); `kind` picks the normalisation (verifier_yes_no or verifier_vocab).
+    `kind` picks the normalisation (verifier_yes_no or verifier_vocab).
     """
 
     name = "unified"
@@ -585,29 +588,18 @@ class UnifiedStepScorer(BatchedScorer):
     ):
         if kind not in verifier.kinds:
             raise ValueError(f"kind must be one of {verifier.kinds}, got {kind!r}")
-        self.verifier, self.prompt_for, self.delimiter, self.kind = verifier, prompt_for, delimiter, kind
-        self.cache: dict[tuple[str, str], tuple[float, int]] = {}
+        super().__init__(verifier, prompt_for, delimiter)
+        self.kind = kind
 
-    def score_batch(self, problems, steps):
-        missing: dict[str, list[str]] = {}
-        for problem, row in zip(problems, steps):
-            _check_steps(row)
-            for k in range(1, len(row) + 1):
-                prefix = self.delimiter.join(row[:k])
-                if (problem, prefix) not in self.cache:
-                    missing.setdefault(problem, [])
-                    if prefix not in missing[problem]:
-                        missing[problem].append(prefix)
-        if missing:
-            keys = list(missing)
-            scored = self.verifier.score(keys, [self.prompt_for(p) for p in keys], [missing[p] for p in keys])
-            for problem, row in zip(keys, scored):
-                for prefix, verdict in zip(missing[problem], row):
-                    self.cache[(problem, prefix)] = (verdict.scores[self.kind], verdict.tokens)
-        result, charged = [], set()
-        for problem, row in zip(problems, steps):
-            keys = [(problem, self.delimiter.join(row[:k])) for k in range(1, len(row) + 1)]
-            fresh = [k for k in keys if problem in missing and k[1] in missing[problem] and k not in charged]
-            charged.update(fresh)
-            result.append(StepScores([self.cache[k][0] for k in keys], sum(self.cache[k][1] for k in fresh)))
-        return result
+    def _read(self, keys):
+        texts: dict[str, list[str]] = {}
+        for problem, row in keys:
+            texts.setdefault(problem, []).append(self.delimiter.join(row))
+        problems = list(texts)
+        scored = self.verifier.score(problems, [self.prompt_for(p) for p in problems], [texts[p] for p in problems])
+        found = {
+            (problem, text): (verdict.scores[self.kind], verdict.tokens)
+            for problem, row in zip(problems, scored)
+            for text, verdict in zip(texts[problem], row)
+        }
+        return [found[(problem, self.delimiter.join(row))] for problem, row in keys]
