@@ -26,6 +26,7 @@ from tts_engine.engine import Engine
 from tts_engine.models import default_problems_path
 from tts_engine.problems import load_problems
 from tts_engine.search import SearchConfig, solve_search
+from tts_engine.search.runner import default_delimiter, step_scorer_for
 
 GOAL_WALL_RATIO = 3.0
 """Beam search with N beams may take at most this many times the wall time of best-of-N (issue 14)."""
@@ -40,7 +41,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--verifier-model", help="a separate verifier checkpoint (needed by --verifier process)")
     ap.add_argument("--ns", default="4,16,64", help="N values (multiples of --beam-width)")
     ap.add_argument("--beam-width", type=int, default=4)
-    ap.add_argument("--step-aggregation", default="last", choices=["last", "min", "prod", "mean"])
+    ap.add_argument(
+        "--step-aggregation",
+        choices=["last", "min", "prod", "mean"],
+        help="default: the step scorer's own (prod for the default's path scorer, last otherwise)",
+    )
     ap.add_argument("--lookahead", type=int, default=0)
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--max-new-tokens", type=int, default=128)
@@ -168,8 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.model,
         verifier=args.verifier,
         verifier_model=args.verifier_model,
-        process_aggregation=args.step_aggregation,
+        process_aggregation=args.step_aggregation or "last",
     )
+    if args.step_aggregation is None:  # the scorer's own; each run below builds its own scorer, sharing no reads
+        scorer = step_scorer_for(engine, default_delimiter(engine))
+        args.step_aggregation = SearchConfig().for_scorer(scorer).step_aggregation
     problems = spread(load_problems(args.problems or default_problems_path()), args.limit)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

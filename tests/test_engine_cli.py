@@ -211,6 +211,16 @@ def test_the_default_believes_the_path_of_a_right_solution_only():
     assert all(a.tokens < s.tokens for a, s in zip(read_alone, scores))
 
 
+def test_the_default_path_read_does_not_believe_a_solution_that_stops_early():
+    engine = Engine(check_options={"check_resolve": False})
+    problem = "Compute left to right: 8+41-4-34+7*9*2."
+    lines = "8+41=49\n49-4=45\n45-34=11\n11+7=18\n18*9=162\n"
+    whole, early = lines + "162*2=324\n\\boxed{324}", lines + "\\boxed{162}"  # early: one operation left out
+    [[right, stopped]] = engine.verifier.score([problem], [problem + "\n"], [[whole, early]])
+    # every line of `early` is a line of `whole`: only the re-solve's end after 162 tells them apart
+    assert right.scores["verifier_path"] > 0.5 > 0.1 > stopped.scores["verifier_path"]
+
+
 def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
     from pathlib import Path
 

@@ -203,23 +203,24 @@ def test_resolved_prefix_ends_at_the_last_re_solved_line():
 def test_solution_path_is_the_working_then_the_answer():
     from tts_engine.verifiers.unified import solution_path
 
-    assert solution_path("28*4=112\n112-18=94\n\\boxed{94}") == "28*4=112\n112-18=94\n"
-    assert solution_path("28*4=112\n112-18=93\n\\boxed{94}") == "28*4=112\n112-18=94\n"  # its answer, not 93
-    assert solution_path("\\boxed{7}") == "7\n"  # no working: the answer alone
+    assert solution_path("28*4=112\n112-18=94\n\\boxed{94}") == "28*4=112\n112-18=94\nanswer"  # then it ends
+    assert solution_path("28*4=112\n112-18=93\n\\boxed{94}") == "28*4=112\n112-18=94\nanswer"  # its answer, not 93
+    assert solution_path("\\boxed{7}") == "7\nanswer"  # no working: the answer alone
     assert solution_path("28*4=112\n112-18=") is None  # no answer
 
 
 class ContinuationBackend(FakeBackend):
-    """FakeBackend that also scores continuations: log P = -0.1 for `favoured`, -1 per character for any other."""
+    """FakeBackend that also scores continuations: log P = -0.1 for `favoured` (one or a tuple), -1 per character
+    for any other."""
 
     def __init__(self, texts, favoured):
         super().__init__(texts)
-        self.favoured = favoured
+        self.favoured = favoured if isinstance(favoured, tuple) else (favoured,)
         self.continuation_queries = []
 
     def continuation_logprobs(self, prompts, continuations):
         self.continuation_queries.extend(zip(prompts, continuations))
-        return [-0.1 if c == self.favoured else -float(len(c)) for p, c in zip(prompts, continuations)]
+        return [-0.1 if c in self.favoured else -float(len(c)) for p, c in zip(prompts, continuations)]
 
 
 def resolving_config(**overrides):
@@ -235,7 +236,7 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
 
     config = resolving_config()
     check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 +\nverdict:Yes"
-    backend = ContinuationBackend([check, check, "no lines at all"], favoured="174\n")
+    backend = ContinuationBackend([check, check, "no lines at all"], favoured=("174\n", "174\nanswer"))
     verifier = make_unified_verifier(backend, config)
     assert isinstance(verifier, ResolvingVerifier)
     right, wrong, unread = "\\boxed{174}", "\\boxed{173}", "\\boxed{174}"
@@ -247,12 +248,13 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     prompt, continuation = backend.continuation_queries[0]
     assert prompt == "q\n" + right + "<|endoftext|>Again.\n28*4=112\n112-18=94\n94+80=" and continuation == "174\n"
     assert len(backend.continuation_queries) == 2 + 3  # two answer reads (c has no re-solved line), three paths
-    assert backend.continuation_queries[2] == ("q\n" + right + "<|endoftext|>Again.\n", "174\n")
+    # the path read: the solution's working and answer, then the word the re-solve's answer line starts with
+    assert backend.continuation_queries[2] == ("q\n" + right + "<|endoftext|>Again.\n", "174\nanswer")
     assert a.scores["verifier_path"] == pytest.approx(math.exp(-0.1))
-    assert b.scores["verifier_path"] == pytest.approx(math.exp(-4.0))  # a path to 173 the model does not favour
+    assert b.scores["verifier_path"] == pytest.approx(math.exp(-10.0))  # a path to 173 the model does not favour
     assert c.scores["verifier_path"] == pytest.approx(math.exp(-0.1))  # read though its check was not
     read = len(backend.encode(prompt)) + len(backend.encode(continuation))  # no prefix cache: all of it computed
-    read += len(backend.encode("q\n" + right + "<|endoftext|>Again.\n")) + len(backend.encode("174\n"))
+    read += len(backend.encode("q\n" + right + "<|endoftext|>Again.\n")) + len(backend.encode("174\nanswer"))
     plain = dataclasses.replace(config, check_answer_score=False)
     [[checked, *_]] = make_unified_verifier(ContinuationBackend([check], "174\n"), plain).score(
         ["q"], ["q\n"], [[right]]
@@ -266,16 +268,16 @@ def test_path_verifier_reads_the_path_alone_without_a_re_solve():
     from tts_engine.verifiers.unified import PathVerifier
 
     config = resolving_config(check_resolve=False)
-    backend = ContinuationBackend([], favoured="1+2=3\n")  # no text to generate: a generate call would fail
+    backend = ContinuationBackend([], favoured="1+2=3\nanswer")  # no text to generate: a generate call would fail
     verifier = make_unified_verifier(backend, config)
     assert isinstance(verifier, PathVerifier) and verifier.headline_kind == "verifier_path"
     [[right, wrong, unanswered]] = verifier.score(["q"], ["q\n"], [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}", "1+2="]])
     assert right.scores == {"verifier_path": pytest.approx(math.exp(-0.1))} and right.status == "ok"
-    assert wrong.scores["verifier_path"] == pytest.approx(math.exp(-6.0))  # "1+2=4\n" is not favoured
+    assert wrong.scores["verifier_path"] == pytest.approx(math.exp(-12.0))  # "1+2=4\nanswer" is not favoured
     assert (unanswered.scores["verifier_path"], unanswered.tokens, unanswered.status) == (0.0, 0, "no_answer")
     prompt = "q\n1+2=3\n\\boxed{3}<|endoftext|>Again.\n"
-    assert backend.continuation_queries[0] == (prompt, "1+2=3\n")
-    assert right.tokens == len(backend.encode(prompt)) + len(backend.encode("1+2=3\n"))
+    assert backend.continuation_queries[0] == (prompt, "1+2=3\nanswer")
+    assert right.tokens == len(backend.encode(prompt)) + len(backend.encode("1+2=3\nanswer"))
     with pytest.raises(ValueError, match="needs a re-solving checkpoint"):
         PromptConfig(verify_form="check", check_resolve=False)
 
@@ -284,7 +286,8 @@ def test_path_step_scorer_reads_each_new_step_once():
     from tts_engine.verifiers import make_unified_verifier
     from tts_engine.verifiers.prm import PathStepScorer
 
-    backend = ContinuationBackend(["28*4=112\nanswer 112 vs 112 +\nverdict:Yes"], favoured="112-18=94\n")
+    check = "28*4=112\nanswer 112 vs 112 +\nverdict:Yes"
+    backend = ContinuationBackend([check], favoured=("112-18=94\n", "answer"))  # "answer": the re-solve ends
     scorer = PathStepScorer(make_unified_verifier(backend, resolving_config()), lambda p: p + "\n")
     [two] = scorer.score_batch(["q"], [["28*4=112", "112-18=94"]])
     one, two_steps = "q\n28*4=112<|endoftext|>Again.\n", "q\n28*4=112\n112-18=94<|endoftext|>Again.\n"
@@ -292,11 +295,14 @@ def test_path_step_scorer_reads_each_new_step_once():
     assert backend.continuation_queries == [(one, "28*4=112\n"), (two_steps + "28*4=112\n", "112-18=94\n")]
     assert two.scores == pytest.approx([math.exp(-9.0), math.exp(-0.1)]) and two.tokens > 0
     [three, again] = scorer.score_batch(["q", "q"], [["28*4=112", "112-18=94", "\\boxed{95}"]] * 2)
-    assert backend.continuation_queries[-1][1] == "95\n"  # the boxed answer, read as the last line's result
-    assert three.scores[:2] == two.scores and three.scores[2] == pytest.approx(math.exp(-3.0))
+    # the boxed answer, read as the last line's result, then the re-solve's end
+    assert backend.continuation_queries[-1][1] == "95\nanswer"
+    assert three.scores[:2] == two.scores and three.scores[2] == pytest.approx(math.exp(-9.0))
     assert three.tokens > 0 and again.tokens == 0 and len(backend.continuation_queries) == 3  # read once
     [boxed] = scorer.score_batch(["q"], [["28*4=112", "112-18=94", "\\boxed{94}"]])
-    assert boxed.scores[2] == 1.0 and len(backend.continuation_queries) == 3  # agrees: nothing to read
+    boxed_check = "q\n28*4=112\n112-18=94\n\\boxed{94}<|endoftext|>Again.\n"
+    assert backend.continuation_queries[-1] == (boxed_check + "28*4=112\n112-18=94\n", "answer")
+    assert boxed.scores[2] == pytest.approx(math.exp(-0.1))  # agrees: only whether the re-solve ends there is read
 
 
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():
@@ -349,7 +355,8 @@ def test_several_sampled_re_solves_average_the_answer_score():
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
     prompt_tokens = len(backend.encode("q\n\\boxed{174}<|endoftext|>Again.\n"))
-    path_read = prompt_tokens + len(backend.encode("174\n"))  # the solution's own path is read once, not per re-solve
+    # the solution's own path is read once, not per re-solve
+    path_read = prompt_tokens + len(backend.encode("174\nanswer"))
     assert score.tokens == first.tokens + second.tokens - prompt_tokens - path_read  # the prompt is computed once
 
 

@@ -286,12 +286,29 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
         config=SearchConfig(beam_width=2),
     )
     assert len(records) == 2 and records[0]["run"]["search"]["step_delimiter"] == "\n"
+    assert records[0]["run"]["search"]["step_aggregation"] == "prod"  # the path scorer's own, none given
     for record in records:
         assert len(record["samples"]) == 4
         for sample in record["samples"]:
             assert sample["steps"] == [line.strip() for line in sample["text"].split("\n") if line.strip()]
             assert len(sample["step_scores"]) == len(sample["steps"])
         assert record["compute"]["verifier_tokens"] > 0 and record["strategies"]["majority"]["correct"] is not None
+
+
+def test_step_aggregation_defaults_to_the_scorers_own():
+    class Plain:
+        pass
+
+    class Path:
+        aggregation = "prod"
+
+    unset = SearchConfig()
+    assert unset.for_scorer(Path()).step_aggregation == "prod" and unset.for_scorer(Plain()).step_aggregation == "last"
+    assert SearchConfig(step_aggregation="min").for_scorer(Path()).step_aggregation == "min"  # given: kept
+    assert unset.step_aggregation is None  # for_scorer returns new settings
+    with pytest.raises(ValueError, match="for_scorer"):
+        unset.rank([0.5])
+    assert SearchConfig(step_aggregation="prod").rank([0.5, 0.5]) == pytest.approx(0.25)
 
 
 def test_search_refuses_the_path_read_alone_with_a_clear_error():
@@ -316,6 +333,7 @@ def test_shipped_tango_pair_with_the_process_verifier():
         progress=False,
     )
     assert record["run"]["verifier"] == "process" and len(record["samples"]) == 4
+    assert record["run"]["search"]["step_aggregation"] == "min"  # as given
     assert all(len(s["step_scores"]) == len(s["steps"]) for s in record["samples"])
     assert all(0 <= x <= 1 for s in record["samples"] for x in s["step_scores"])
 

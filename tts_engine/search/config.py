@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..verifiers.process import aggregate_steps
@@ -30,8 +30,10 @@ class SearchConfig:
     max_steps: int = 40
     """Most rounds (steps); in the last round candidates are sampled to the end, so none is returned half-done."""
 
-    step_aggregation: Literal["last", "min", "prod", "mean"] = "last"
-    """How a candidate's step scores become the one score that ranks it: last step, minimum, product or mean."""
+    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
+    """How a candidate's step scores become the one score that ranks it: last step, minimum, product or mean.
+    Default: the step scorer's own (`aggregation`): prod for a re-solving checkpoint's path scorer (the step by
+    step form of `verifier_path`), last for every other scorer."""
 
     step_delimiter: str | None = None
     """The stop string that ends a step. Default: a line break for the models shipped in the package (one
@@ -51,7 +53,7 @@ class SearchConfig:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
             raise ValueError(f"lookahead must be an integer >= 0, got {self.lookahead!r}")
-        if self.step_aggregation not in STEP_AGGREGATIONS:
+        if self.step_aggregation is not None and self.step_aggregation not in STEP_AGGREGATIONS:
             raise ValueError(f"step_aggregation must be one of {STEP_AGGREGATIONS}, got {self.step_aggregation!r}")
         if self.step_delimiter is not None and not self.step_delimiter:
             raise ValueError("step_delimiter must be a non-empty string, got ''")
@@ -70,6 +72,14 @@ class SearchConfig:
                 f"(try --n {max(self.beam_width, n - n % self.beam_width)})"
             )
 
+    def for_scorer(self, scorer) -> SearchConfig:
+        """These settings with the step aggregation the scorer asks for where none was given."""
+        if self.step_aggregation is not None:
+            return self
+        return replace(self, step_aggregation=getattr(scorer, "aggregation", "last"))
+
     def rank(self, step_scores: list[float]) -> float:
         """The score that ranks a candidate (0 for a candidate with no step yet)."""
+        if self.step_aggregation is None:
+            raise ValueError("step_aggregation is unset: rank with the settings of `for_scorer(scorer)`")
         return aggregate_steps(step_scores, self.step_aggregation) if step_scores else 0.0

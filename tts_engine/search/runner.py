@@ -447,6 +447,7 @@ def solve_search(
     config.check_n(n, strategy)
     delimiter = config.step_delimiter or default_delimiter(engine)
     scorer = scorer or step_scorer_for(engine, delimiter, prm_format=config.prm_format)
+    config = config.for_scorer(scorer)
     params = SamplingParams(
         n=n,
         temperature=temperature,

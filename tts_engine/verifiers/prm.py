@@ -541,10 +541,13 @@ class PathStepScorer(PrefixCachedScorer):
 
     Step k's score is read when the solution has k steps: the checkpoint's probability, re-solving after reading
     them with steps 1..k-1 teacher-forced, of writing step k next; for a step that only boxes the answer, of that
-    answer as the last line's result (1 when they agree). One teacher-forced read per beam per round.
+    answer as the last line's result and of the re-solve ending there (`solution_path`), so that a beam boxing its
+    answer before the problem's last operation scores low. One teacher-forced read per beam per round.
     """
 
     name = "path"
+    aggregation = "prod"
+    """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_path`."""
 
     def _read(self, keys):
         from .unified import teacher_forced_reads

@@ -118,7 +118,9 @@ class CheckingVerifier:
         return score
 
 
-ANSWER_LINE = re.compile(r"^answer\b", re.MULTILINE)
+RESOLVE_END = "answer"
+"""What a re-solve writes after its last line: the check form's answer line (`answer S vs R`)."""
+ANSWER_LINE = re.compile(rf"^{RESOLVE_END}\b", re.MULTILINE)
 
 
 def resolved_prefix(check: str) -> str | None:
@@ -130,14 +132,15 @@ def resolved_prefix(check: str) -> str | None:
 
 def solution_path(solution: str) -> str | None:
     """What a re-solve that follows the solution line by line writes: its working up to its last "=" before its
-    answer, then the answer and a line break; None when the solution has no answer."""
+    answer, then the answer, a line break and the word its answer line starts with (so a solution that stops a
+    line early does not read as likely as every solution it is a prefix of); None when it has no answer."""
     answer = extract_answer(solution)
     if answer is None:
         return None
     boxed = solution.rfind("\\boxed")
     body = solution if boxed < 0 else solution[:boxed]
     at = body.rfind("=")
-    return body[: at + 1] + answer + "\n"
+    return body[: at + 1] + answer + "\n" + RESOLVE_END
 
 
 def teacher_forced_reads(backend, pairs: list[tuple[str, str] | None]) -> list[tuple[float, int]]:
@@ -159,7 +162,8 @@ def teacher_forced_reads(backend, pairs: list[tuple[str, str] | None]) -> list[t
 
 
 def path_reads(backend, check_prompts: list[str], solutions: list[str]) -> list[tuple[float, int]]:
-    """(P(the re-solve follows the solution's own path), tokens computed) of each (check prompt, solution)."""
+    """(P(the re-solve follows the solution's own path and ends where it ended), tokens computed) of each
+    (check prompt, solution)."""
     paths = [solution_path(s) for s in solutions]
     return teacher_forced_reads(backend, [None if path is None else (p, path) for p, path in zip(check_prompts, paths)])
 
