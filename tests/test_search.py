@@ -287,6 +287,7 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
     )
     assert len(records) == 2 and records[0]["run"]["search"]["step_delimiter"] == "\n"
     assert records[0]["run"]["search"]["step_aggregation"] == "prod"  # the path scorer's own, none given
+    assert all(0 < r["verify_time_s"] < r["time_s"] for r in records)  # step scoring is part of the search's time
     for record in records:
         assert len(record["samples"]) == 4
         for sample in record["samples"]:

@@ -113,6 +113,7 @@ class Tree:
     verifier_tokens: int = 0
     rounds: int = 0
     time_s: float = 0.0
+    verify_time_s: float = 0.0
 
     @property
     def done(self) -> bool:
@@ -283,14 +284,17 @@ def run_rounds(search: Search, trees: list[Tree]) -> Iterator[Tree]:
         children = search.expand(open_trees, round_index)
         if search.config.lookahead and round_index < search.config.max_steps - 1:
             search.look_ahead(children)
+        scoring = time.perf_counter()
         search.score(children)
+        scored = time.perf_counter()
         for tree in open_trees:
             search.select(tree, [node for t, node in children if t is tree])
             tree.rounds = round_index + 1
-        share = (time.perf_counter() - started) / len(open_trees)
+        share, verify_share = (time.perf_counter() - started) / len(open_trees), (scored - scoring) / len(open_trees)
         still = []
         for tree in open_trees:
             tree.time_s += share
+            tree.verify_time_s += verify_share
             if tree.done:
                 yield tree
             else:
@@ -366,6 +370,7 @@ def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_blo
         }
         record["run"] = run_block
         record["time_s"] = round(tree.time_s, 4)
+        record["verify_time_s"] = round(tree.verify_time_s, 4)  # its rounds' step scoring, shared like time_s
     return records
 
 
