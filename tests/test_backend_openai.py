@@ -257,7 +257,10 @@ def test_a_server_without_echoed_logprobs_fails_clearly():
         ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, -1.0]}}]}, 1, 2)
     with pytest.raises(ob.ServerError, match="echoed no prompt log-probs"):
         ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, None, -1.0]}}]}, 1, 2)
-    assert ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, -1.0, -0.5, -9]}}]}, 1, 2) == -1.5
+    assert ob.parse_continuation({"choices": [{"logprobs": {"token_logprobs": [None, -1.0, -0.5, -9]}}]}, 1, 2) == [
+        -1.0,
+        -0.5,
+    ]
 
 
 def test_transient_errors_mid_run_are_retried(server):

@@ -121,11 +121,11 @@ def test_parse_yes_no_reads_both_tokens():
         vb.parse_yes_no(request_output([comp]), 5, 6)
 
 
-def test_parse_continuation_sums_the_continuation_positions():
+def test_parse_continuation_reads_the_continuation_positions():
     out = request_output([], prompt_ids=(4, 5, 6, 7))
     out.prompt_logprobs = [None, {5: logprob(-1.0)}, {6: logprob(-0.5), 9: logprob(-0.1)}, {7: logprob(-0.25)}]
-    assert vb.parse_continuation(out, 2, 2) == -0.75  # tokens 6 and 7: the continuation only
-    assert vb.parse_continuation(out, 1, 1) == -1.0
+    assert vb.parse_continuation(out, 2, 2) == [-0.5, -0.25]  # tokens 6 and 7: the continuation only
+    assert vb.parse_continuation(out, 1, 1) == [-1.0]
     out.prompt_logprobs[3] = {9: logprob(-0.1)}
     with pytest.raises(RuntimeError, match="lack position 3"):
         vb.parse_continuation(out, 2, 2)

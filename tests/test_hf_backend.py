@@ -82,12 +82,14 @@ def test_continuation_logprobs_sum_the_teacher_forced_token_log_probs(hf_backend
 
     prompts, continuations = ["12+3=", "a much longer prompt 7*8="], ["15\n", "56\n"]
     got = hf_backend.continuation_logprobs(prompts, continuations)
-    for prompt, cont, value in zip(prompts, continuations, got):
+    per_token = hf_backend.continuation_token_logprobs(prompts, continuations)
+    for prompt, cont, value, tokens in zip(prompts, continuations, got, per_token):
         p, c = hf_backend.encode(prompt), hf_backend.encode(cont)
         with torch.no_grad():
             logp = torch.log_softmax(hf_backend.model(torch.tensor([p + c])).logits[0].float(), -1)  # (T, V)
-        expected = sum(logp[len(p) - 1 + k, t].item() for k, t in enumerate(c))
-        assert value == pytest.approx(expected, abs=1e-4)
+        expected = [logp[len(p) - 1 + k, t].item() for k, t in enumerate(c)]
+        assert tokens == pytest.approx(expected, abs=1e-4)
+        assert value == pytest.approx(sum(expected), abs=1e-4)
     assert got[0] != pytest.approx(hf_backend.continuation_logprobs(prompts[:1], ["16\n"])[0])
 
 

@@ -72,8 +72,15 @@ def _joint(config, progress):
     return train_joint(config, progress=progress, log=click.echo)
 
 
+def _recompute(config, progress):
+    from .recompute import train_recompute
+
+    return train_recompute(config, progress=progress, log=click.echo)
+
+
 def _register_trainers() -> None:
     from .joint import JointConfig
+    from .recompute import RecomputeConfig
     from .rlv import RLVConfig
     from .sft import SFTConfig
     from .tango import TangoConfig
@@ -86,6 +93,13 @@ def _register_trainers() -> None:
         _joint,
         "One model that solves and checks its own solutions: generation SFT plus the step-by-step "
         "re-derivation check on its fresh samples and on planted errors.",
+    )
+    trainer_command(
+        "recompute",
+        RecomputeConfig,
+        _recompute,
+        "One model that solves and recomputes its own solutions units digit first: generation SFT plus the "
+        "recompute check, read teacher-forced, on its fresh samples, reference solutions and planted errors.",
     )
     trainer_command(
         "rlv",

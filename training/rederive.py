@@ -29,7 +29,8 @@ import random
 import re
 from dataclasses import dataclass, replace
 
-PROBLEM = re.compile(r"Compute left to right:\s*([0-9+\-*]+)\.?\s*$")
+from tts_engine.chain import apply, problem_steps
+
 LINE_RESULT = re.compile(r"=\s*(\d+)\s*$")
 BOXED_LINE = re.compile(r"^\\boxed\{(\d+)\}$")
 UNREADABLE = "? -"
@@ -51,22 +52,9 @@ class Check:
     the solution would be wrong)."""
 
 
-def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
-    """The start value and the (operation, operand) list of a task problem."""
-    found = PROBLEM.search(problem.strip())
-    if found is None:
-        raise ValueError(f"not an arithmetic task problem: {problem!r}")
-    tokens = re.findall(r"\d+|[+\-*]", found.group(1))
-    return int(tokens[0]), [(tokens[k], int(tokens[k + 1])) for k in range(1, len(tokens) - 1, 2)]
-
-
 def problem_text(start: int, steps: list[tuple[str, int]]) -> str:
     """The task problem of a start value and (operation, operand) list (the inverse of `problem_steps`)."""
     return f"Compute left to right: {start}" + "".join(f"{op}{operand}" for op, operand in steps) + "."
-
-
-def apply(value: int, op: str, operand: int) -> int:
-    return value + operand if op == "+" else value - operand if op == "-" else value * operand
 
 
 @dataclass(frozen=True)

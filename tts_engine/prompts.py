@@ -14,7 +14,7 @@ from pathlib import Path
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 VERIFY_QUESTION = "Is this solution correct? Answer Yes or No."
 CHECK_REQUEST = "\n\nCheck each step.\n"
-VERIFY_FORMS = ("yes_no", "check")
+VERIFY_FORMS = ("yes_no", "check", "recompute")
 PROMPT_CONFIG_FILE = "tts_engine.json"
 
 
@@ -38,10 +38,13 @@ class PromptConfig:
     """Stop strings for generation (besides the end-of-sequence token)."""
     verify_form: str = "yes_no"
     """How the checkpoint verifies its own solutions: `yes_no`, one verdict token right after `verify_suffix`
-    (RL^V); `check`, it first writes a check of every step after `check_suffix`, then the verdict."""
+    (RL^V); `check`, it first writes a check of every step after `check_suffix`, then the verdict; `recompute`,
+    its probability of the solution's numbers with every step recomputed units digit first, read teacher-forced
+    after `check_suffix` (`tts_engine.verifiers.recompute`; the arithmetic task only)."""
     check_suffix: str = CHECK_REQUEST
     """Appended to prompt + solution to ask for a step-by-step check (plain models; the `check` form and
-    process verifiers); `{problem}` in it is replaced by the problem (restated next to the check)."""
+    process verifiers); `{problem}` in it is replaced by the problem (restated next to the check; units digit
+    first in the `recompute` form)."""
     check_max_tokens: int = 256
     """Longest check a verifier may write, in tokens."""
     check_answer_score: bool = False

@@ -265,7 +265,11 @@ class HFBackend(TokenizerMethods):
 
     @torch.inference_mode()
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
-        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced. The
+        """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
+
+    def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced. The
         prompt's keys and values come from the prefix cache where it holds them (e.g. a check just written)."""
         rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]
         for i, (p, c) in enumerate(rows):
@@ -281,7 +285,7 @@ class HFBackend(TokenizerMethods):
             for b, (p, c) in enumerate(part):
                 first = hidden.shape[1] - len(c) - 1  # column of the prompt's last token
                 logp = torch.log_softmax(head(hidden[b, first : first + len(c)]).float(), dim=-1)  # (C, V)
-                out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None]).sum().item())
+                out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None])[:, 0].tolist())
         return out
 
 

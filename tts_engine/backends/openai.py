@@ -95,8 +95,8 @@ def build_continuation_body(model: str, token_ids: Sequence[int]) -> dict:
     return {"model": model, "prompt": list(token_ids), "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 0}
 
 
-def parse_continuation(response: dict, start: int, count: int) -> float:
-    """Sum of the echoed log-probs of prompt positions start .. start+count-1 (the continuation)."""
+def parse_continuation(response: dict, start: int, count: int) -> list[float]:
+    """The echoed log-probs of prompt positions start .. start+count-1 (the continuation)."""
     choices = response.get("choices") or []
     echoed = ((choices[0].get("logprobs") or {}).get("token_logprobs") or []) if choices else []
     values = echoed[start : start + count]
@@ -104,7 +104,7 @@ def parse_continuation(response: dict, start: int, count: int) -> float:
         raise ServerError(
             "the server echoed no prompt log-probs for a continuation (it must support `echo` with `logprobs`)"
         )
-    return float(sum(values))
+    return [float(v) for v in values]
 
 
 def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str], list[int]]) -> Sample:
@@ -425,8 +425,12 @@ class OpenAIBackend:
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
         """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
 
-        def one(index: int, pair: tuple[str, str]) -> float:
+    def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced."""
+
+        def one(index: int, pair: tuple[str, str]) -> list[float]:
             prompt_ids, continuation_ids = self.encode(pair[0]), self.encode(pair[1])
             body = build_continuation_body(self.model, prompt_ids + continuation_ids)
             return parse_continuation(self._post(index, pair[0], body), len(prompt_ids), len(continuation_ids))

@@ -149,18 +149,18 @@ def parse_yes_no(output, yes_id: int, no_id: int) -> tuple[float, float]:
     return _logprob_value(first[yes_id]), _logprob_value(first[no_id])
 
 
-def parse_continuation(output, start: int, count: int) -> float:
-    """Sum of the prompt log-probs of positions start .. start+count-1 (the continuation) of one request."""
+def parse_continuation(output, start: int, count: int) -> list[float]:
+    """The prompt log-probs of positions start .. start+count-1 (the continuation) of one request."""
     positions, token_ids = output.prompt_logprobs, output.prompt_token_ids
     if positions is None or len(positions) < start + count:
         raise RuntimeError("vLLM returned no prompt log-probs for a continuation (prompt_logprobs unsupported?)")
-    total = 0.0
+    values = []
     for k in range(start, start + count):
         entry = None if positions[k] is None else positions[k].get(token_ids[k])
         if entry is None:
             raise RuntimeError(f"vLLM's prompt log-probs lack position {k} (token {token_ids[k]})")
-        total += _logprob_value(entry)
-    return total
+        values.append(_logprob_value(entry))
+    return values
 
 
 # --- checkpoint facts --------------------------------------------------------------------------------------
@@ -285,6 +285,10 @@ class VLLMBackend(TokenizerMethods):
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
         """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
+        return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
+
+    def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced."""
         if not prompts:
             return []
         rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]

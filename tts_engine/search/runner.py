@@ -393,10 +393,18 @@ def step_scorer_for(
     prm_format: str | None = None,
 ):
     """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
-    (process: its step verdicts; a re-solving checkpoint: its belief in each step, `PathStepScorer`; another
-    checking one: its marks; unified: its verdict on each step prefix, in the engine's score_norm)."""
+    (process: its step verdicts; a recompute checkpoint: each step recomputed, `RecomputeStepScorer`; a re-solving
+    checkpoint: its belief in each step, `PathStepScorer`; another checking one: its marks; unified: its verdict on each step prefix, in the engine's score_norm)."""
     from ..prompts import build_prompt
-    from ..verifiers.prm import CheckStepScorer, PathStepScorer, ProcessStepScorer, UnifiedStepScorer, load_prm
+    from ..verifiers.prm import (
+        CheckStepScorer,
+        PathStepScorer,
+        ProcessStepScorer,
+        RecomputeStepScorer,
+        UnifiedStepScorer,
+        load_prm,
+    )
+    from ..verifiers.recompute import RecomputeVerifier
     from ..verifiers.unified import PathVerifier, ResolvingVerifier
 
     if verifier_kind == "prm":
@@ -417,6 +425,8 @@ def step_scorer_for(
         )
     if engine.verifier.name == "process":
         return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
+    if isinstance(engine.verifier, RecomputeVerifier):  # each step recomputed units digit first, teacher-forced
+        return RecomputeStepScorer(engine.verifier, prompt_for, delimiter)
     if isinstance(engine.verifier, ResolvingVerifier):  # its belief in each step, read teacher-forced
         return PathStepScorer(engine.verifier, prompt_for, delimiter)
     if hasattr(engine.verifier, "checker"):  # the unified verifier of a checkpoint that writes a check

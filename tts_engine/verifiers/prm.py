@@ -568,6 +568,31 @@ class PathStepScorer(PrefixCachedScorer):
         return solution_path(self.delimiter.join(row)) or "".join(step + "\n" for step in row)
 
 
+class RecomputeStepScorer(PrefixCachedScorer):
+    """A recompute checkpoint's check as a step scorer: step k's score is its probability of step k's line
+    recomputed units digit first, after steps 1..k-1 (`tts_engine.verifiers.recompute`); a step that boxes the
+    answer is read as the check's answer line. One teacher-forced read per beam per round."""
+
+    name = "recompute"
+    aggregation = "prod"
+    """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_recompute`."""
+
+    def _read(self, keys):
+        from ..chain import is_task_problem
+        from .recompute import check_query, step_pieces
+        from .unified import teacher_forced_reads
+
+        pairs = []
+        for problem, row in keys:
+            if not is_task_problem(problem):
+                pairs.append(None)
+                continue
+            pieces = step_pieces(row)
+            query = check_query(self.verifier.config, problem, self.prompt_for(problem))
+            pairs.append((query + "".join(pieces[:-1]), pieces[-1]))
+        return teacher_forced_reads(self.verifier.backend, pairs)
+
+
 def _common_prefix(a: str, b: str) -> str:
     """The longest common prefix of a and b, cut back to end at a line break or "=" (never inside a number)."""
     n = 0

@@ -278,6 +278,10 @@ def _per_problem(flat: list, outputs: Sequence[Sequence[str]]) -> list[list]:
 
 def make_unified_verifier(backend, prompt_config: PromptConfig):
     """The unified verifier the checkpoint was trained for (its `verify_form`)."""
+    if prompt_config.verify_form == "recompute":
+        from .recompute import RecomputeVerifier
+
+        return RecomputeVerifier(backend, prompt_config)
     if prompt_config.verify_form == "check":
         if prompt_config.check_answer_score and not prompt_config.check_resolve:
             return PathVerifier(backend, prompt_config)

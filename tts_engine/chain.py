@@ -1,0 +1,54 @@
+"""The text of the chain-arithmetic task the embedded default serves: its problems and its solution lines.
+
+    Compute left to right: 28*4-18+80.        a problem: a start value, then (operation, operand) terms
+    28*4=112                                  a solution: one `left op operand=result` line per term,
+    112-18=94                                 then the boxed answer
+    94+80=174
+    \\boxed{174}
+
+Training (`tts_engine.training.task` makes the problems) and the recompute verifier read them with these functions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PROBLEM = re.compile(r"Compute left to right:\s*([0-9+\-*]+)\.?\s*$")
+STEP_LINE = re.compile(r"^\s*(\d+)\s*([+\-*])\s*(\d+)\s*=\s*(\d+)\s*$")
+OPERATIONS = "+-*"
+
+
+def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
+    """The start value and the (operation, operand) list of a task problem; ValueError for any other text."""
+    found = PROBLEM.search(problem.strip())
+    if found is None:
+        raise ValueError(f"not an arithmetic task problem: {problem!r}")
+    tokens = re.findall(r"\d+|[+\-*]", found.group(1))
+    return int(tokens[0]), [(tokens[k], int(tokens[k + 1])) for k in range(1, len(tokens) - 1, 2)]
+
+
+def is_task_problem(problem: str) -> bool:
+    return PROBLEM.search(problem.strip()) is not None
+
+
+def apply(value: int, op: str, operand: int) -> int:
+    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+
+
+@dataclass(frozen=True)
+class StepLine:
+    """One solution line `left op operand=result` as written."""
+
+    left: int
+    op: str
+    operand: int
+    result: int
+
+
+def read_step_line(line: str) -> StepLine | None:
+    """The step a solution line writes; None when the line is not of the form `left op operand=result`."""
+    found = STEP_LINE.match(line)
+    if found is None:
+        return None
+    return StepLine(int(found.group(1)), found.group(2), int(found.group(3)), int(found.group(4)))
