@@ -16,35 +16,25 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from tts_engine.aggregate import majority_vote, weighted_vote
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_reward, solution_reward
+from tts_engine.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.base import score_each_text_once
 
 from .verifier_metrics import auroc, balanced_accuracy
 
-_PROBLEM = re.compile(r"Compute left to right:\s*(\d+)((?:\s*[-+*]\s*\d+)+)\s*\.?")
-_OPERATION = re.compile(r"([-+*])\s*(\d+)")
-_LINE = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
 NO_ERROR = -1
 
 
 # --- labels ------------------------------------------------------------------------------------------------
 def parse_arith_problem(problem: str) -> tuple[int, list[tuple[str, int]]] | None:
     """(start, [(op, operand), ...]) of an arithmetic-task problem; None if it is not one."""
-    m = _PROBLEM.search(problem)
-    if m is None:
-        return None
-    return int(m.group(1)), [(op, int(x)) for op, x in _OPERATION.findall(m.group(2))]
-
-
-def _apply(value: int, op: str, operand: int) -> int:
-    return value + operand if op == "+" else value - operand if op == "-" else value * operand
+    return problem_steps(problem) if is_task_problem(problem) else None
 
 
 def arith_first_error(problem: str, solution: str) -> int | None:
@@ -61,15 +51,9 @@ def arith_first_error(problem: str, solution: str) -> int | None:
     steps = split_steps(solution)
     for k, step in enumerate(steps):
         if k < len(operations):
-            m = _LINE.match(step)
             op, operand = operations[k]
-            expected = _apply(value, op, operand)
-            if m is None or (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))) != (
-                value,
-                op,
-                operand,
-                expected,
-            ):
+            expected = apply(value, op, operand)
+            if read_step_line(step) != StepLine(value, op, operand, expected):
                 return k
             value = expected
         elif k == len(operations):

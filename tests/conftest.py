@@ -30,6 +30,18 @@ def hf_backend(tiny_model_dir):
     return HFBackend(tiny_model_dir)
 
 
+RESOLVING_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "joint_resolve"
+"""The previous default (it re-solves each problem and reads verifier_path), kept in the repository's
+checkpoints/ folder: the real model behind the re-solving verifier's tests."""
+
+
+@pytest.fixture(scope="session")
+def resolving_checkpoint():
+    if not (RESOLVING_CHECKPOINT / "model.safetensors").is_file():
+        pytest.skip(f"{RESOLVING_CHECKPOINT} is not in this checkout")
+    return str(RESOLVING_CHECKPOINT)
+
+
 SHARED_DATA = Path(os.environ.get("TTS_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 """The real problem sets (MATH500, GSM8K, ProcessBench, ...): ../shared/data beside the checkout, or
 $TTS_SHARED_DATA."""

@@ -175,13 +175,13 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
     assert engine.backend.max_batch_rows == 8
 
 
-def test_check_options_override_the_checkpoints_check_settings(problems_file):
+def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint):
     from tts_engine.verifiers import ResolvingVerifier
 
-    default = Engine()  # the embedded default re-solves once, greedy
+    default = Engine(resolving_checkpoint)  # the previous default re-solves once, greedy
     assert default.headline_kind == "verifier_path"  # its votes headline the read of each solution's own path
     assert isinstance(default.verifier, ResolvingVerifier) and default.verifier.config.check_samples == 1
-    sampled = Engine(check_options={"check_samples": 4, "check_temperature": 1.0})
+    sampled = Engine(resolving_checkpoint, check_options={"check_samples": 4, "check_temperature": 1.0})
     assert sampled.verifier.config.check_samples == 4 and sampled.verifier.checker.params.temperature == 1.0
     assert default.prompt_config == sampled.prompt_config  # the generation prompts are untouched
     bad = CliRunner().invoke(main, ["solve", str(problems_file), "--check-option", "check_speed=2"])
@@ -193,8 +193,30 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file):
     assert process.verifier.params.max_new_tokens == 64
 
 
-def test_the_default_believes_the_path_of_a_right_solution_only():
+def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only():
+    from tts_engine.verifiers.recompute import RecomputeVerifier
+
     engine = Engine()
+    assert isinstance(engine.verifier, RecomputeVerifier) and engine.headline_kind == "verifier_recompute"
+    problem = "Compute left to right: 12*5+19-7."
+    lines = ["12*5=60", "60+19=79", "79-7=72"]
+    right = "\n".join(lines + ["\\boxed{72}"])
+    wrong = {
+        "result": "12*5=60\n60+19=89\n89-7=82\n\\boxed{82}",
+        "operand": "12*5=60\n60+18=78\n78-7=71\n\\boxed{71}",  # right arithmetic on another operand
+        "carried": "12*5=60\n60+19=79\n97-7=90\n\\boxed{90}",  # the value before, miscopied
+        "boxed": "\n".join(lines + ["\\boxed{27}"]),
+        "early": "\n".join(lines[:2] + ["\\boxed{79}"]),  # one operation left out
+        "extra": "\n".join(lines + ["72+7=79", "\\boxed{79}"]),
+    }
+    [scores] = engine.verifier.score([problem], [problem + "\n"], [[right, *wrong.values()]])
+    recomputed = {name: s.scores["verifier_recompute"] for name, s in zip(["right", *wrong], scores)}
+    assert recomputed["right"] > 0.9 and max(v for k, v in recomputed.items() if k != "right") < 0.1, recomputed
+    assert scores[1].first_error == 1 and scores[0].first_error == -1  # the step the wrong result is on
+
+
+def test_the_re_solving_checkpoint_believes_the_path_of_a_right_solution_only(resolving_checkpoint):
+    engine = Engine(resolving_checkpoint)
     problem = "Compute left to right: 12*5+19."
     right, wrong_line, wrong_operand, wrong_box = (
         "12*5=60\n60+19=79\n\\boxed{79}",
@@ -205,14 +227,14 @@ def test_the_default_believes_the_path_of_a_right_solution_only():
     [scores] = engine.verifier.score([problem], [problem + "\n"], [[right, wrong_line, wrong_operand, wrong_box]])
     paths = [s.scores["verifier_path"] for s in scores]
     assert paths[0] > 0.9 and max(paths[1:]) < 0.1
-    alone = Engine(check_options={"check_resolve": False})  # the same read, with no re-solve written first
+    alone = Engine(resolving_checkpoint, check_options={"check_resolve": False})  # the same read, no re-solve first
     [read_alone] = alone.verifier.score([problem], [problem + "\n"], [[right, wrong_line, wrong_operand, wrong_box]])
     assert [s.scores["verifier_path"] for s in read_alone] == pytest.approx(paths, abs=1e-4)
     assert all(a.tokens < s.tokens for a, s in zip(read_alone, scores))
 
 
-def test_the_default_path_read_does_not_believe_a_solution_that_stops_early():
-    engine = Engine(check_options={"check_resolve": False})
+def test_the_path_read_does_not_believe_a_solution_that_stops_early(resolving_checkpoint):
+    engine = Engine(resolving_checkpoint, check_options={"check_resolve": False})
     problem = "Compute left to right: 8+41-4-34+7*9*2."
     lines = "8+41=49\n49-4=45\n45-34=11\n11+7=18\n18*9=162\n"
     whole, early = lines + "162*2=324\n\\boxed{324}", lines + "\\boxed{162}"  # early: one operation left out

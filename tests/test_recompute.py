@@ -112,6 +112,8 @@ def test_a_checkpoint_with_the_recompute_form_gets_this_verifier():
 
     with pytest.raises(ValueError, match="scores continuations"):
         RecomputeVerifier(NoContinuations(), config())
+    with pytest.raises(ValueError, match=r"writes nothing: \['check_samples', 'check_temperature'\]"):
+        RecomputeVerifier(TokenBackend(), replace(config(), check_samples=4, check_temperature=1.0))
 
 
 def test_the_step_scorer_reads_each_new_step_after_the_earlier_ones():

@@ -286,7 +286,7 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
         config=SearchConfig(beam_width=2),
     )
     assert len(records) == 2 and records[0]["run"]["search"]["step_delimiter"] == "\n"
-    assert records[0]["run"]["search"]["step_aggregation"] == "prod"  # the path scorer's own, none given
+    assert records[0]["run"]["search"]["step_aggregation"] == "prod"  # the recompute scorer's own, none given
     assert all(0 < r["verify_time_s"] < r["time_s"] for r in records)  # step scoring is part of the search's time
     for record in records:
         assert len(record["samples"]) == 4
@@ -312,10 +312,12 @@ def test_step_aggregation_defaults_to_the_scorers_own():
     assert SearchConfig(step_aggregation="prod").rank([0.5, 0.5]) == pytest.approx(0.25)
 
 
-def test_search_refuses_the_path_read_alone_with_a_clear_error():
+def test_search_refuses_the_path_read_alone_with_a_clear_error(resolving_checkpoint):
     from tts_engine.search import step_scorer_for
 
-    engine = Engine(check_options={"check_resolve": False})  # reads verifier_path only: no step scores
+    engine = Engine(
+        resolving_checkpoint, check_options={"check_resolve": False}
+    )  # reads verifier_path only: no step scores
     with pytest.raises(ValueError, match="drop --check-option check_resolve=false"):
         step_scorer_for(engine, "\n")
 

@@ -25,6 +25,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from tts_engine.chain import apply
+
 LEVELS = (1, 2, 3, 4, 5)
 MAX_VALUE = 999
 EVAL_SEED = 20250505
@@ -88,10 +90,6 @@ def _next_op(rng: random.Random, value: int, level: int) -> tuple[str, int]:
     return op, rng.randint(1, min(_operand_limit(level), top - value))
 
 
-def _apply(value: int, op: str, operand: int) -> int:
-    return value + operand if op == "+" else value - operand if op == "-" else value * operand
-
-
 def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Problem:
     """One problem of `level` drawn from `rng`, with its reference solution."""
     steps = num_operations(level)
@@ -99,7 +97,7 @@ def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Proble
     expression, lines = str(start), []
     for _ in range(steps):
         op, operand = _next_op(rng, value, level)
-        result = _apply(value, op, operand)
+        result = apply(value, op, operand)
         lines.append(f"{value}{op}{operand}={result}")
         expression += f"{op}{operand}"
         value = result

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-PROBLEM = re.compile(r"Compute left to right:\s*([0-9+\-*]+)\.?\s*$")
+PROBLEM = re.compile(r"Compute left to right:\s*(\d[0-9+\-*\s]*?)\s*\.?\s*$")
 STEP_LINE = re.compile(r"^\s*(\d+)\s*([+\-*])\s*(\d+)\s*=\s*(\d+)\s*$")
 OPERATIONS = "+-*"
 

@@ -132,6 +132,12 @@ class RecomputeVerifier:
     def __init__(self, backend, prompt_config: PromptConfig):
         if not hasattr(backend, "continuation_token_logprobs"):
             raise ValueError(f"the recompute verifier needs a backend that scores continuations; got {backend.name}")
+        written = {"check_samples": 1, "check_temperature": 0.0, "check_resolve": True}
+        changed = sorted(k for k, v in written.items() if getattr(prompt_config, k) != v)
+        if changed:
+            raise ValueError(
+                f"the recompute verifier reads each solution once and writes nothing: {changed} do not apply to it"
+            )
         self.backend = backend
         self.config = prompt_config
 
