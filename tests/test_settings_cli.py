@@ -152,6 +152,9 @@ def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_p
     assert "--ratio" in _one_line_error(["train", "tango", "--ratio", "0"])
     assert "--threads" in _one_line_error(["train", "tango-step-labels", "--threads", "0"])
     assert "--lr" in _one_line_error(["train", "unified-sft", "--lr", "-1"])
+    assert "--structural-share: structural_share must be in [0, 1]" in _one_line_error(
+        ["train", "recompute", "--structural-share", "2"]
+    )
     assert "problems.jsonl:2: invalid JSON" in _one_line_error(["solve", str(malformed_problems)])
     assert "--tau" in _one_line_error(["solve", "--strategy", "adaptive-n", "--tau", "2"])
     assert "--budgets" in _one_line_error(["solve", "--strategy", "adaptive-length", "--budgets", "512,256"])
