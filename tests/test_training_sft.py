@@ -1,3 +1,5 @@
+import json
+
 import torch
 
 from tts_engine.prompts import PromptConfig, build_prompt
@@ -47,9 +49,13 @@ def test_checkpoint_round_trip_and_resume(tmp_path):
     ids = torch.tensor([tok.encode("Compute left to right: 3*4-2.\n12", add_special_tokens=False)])
     model2, _, _ = ckpt.load_model(out)
     assert torch.equal(model(input_ids=ids).logits, model2(input_ids=ids).logits)
+    state = torch.load(out / ckpt.TRAINING_STATE, weights_only=False)
+    state["extra"]["elapsed_s"] = 1000.0  # as if the first segment had run for 1000 s
+    torch.save(state, out / ckpt.TRAINING_STATE)
     config.steps = 3
     train_sft(config, progress=False, log=lambda _: None)
-    steps = [int(line.split('"step": ')[1].split(",")[0]) for line in (out / "log.jsonl").read_text().splitlines()]
-    assert steps == [1, 2, 3]  # resumed at step 2, not restarted
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 3]  # resumed at step 2, not restarted
+    assert records[1]["elapsed_s"] < 1000 <= records[2]["elapsed_s"]  # the wall clock carries over the resume
     model3, _, _ = ckpt.load_model(out)
     assert not torch.equal(model(input_ids=ids).logits, model3(input_ids=ids).logits)

@@ -71,6 +71,13 @@ def load_state(path: str | Path, optimizer, scheduler) -> tuple[int, dict]:
     return int(state["step"]), state.get("extra", {})
 
 
+def resumed_clock(extra: dict) -> float:
+    """A start time such that `time.time() - start` counts the seconds of every earlier segment of the run too."""
+    import time
+
+    return time.time() - float(extra.get("elapsed_s", 0.0))
+
+
 def has_state(path: str | Path) -> bool:
     return (Path(path) / TRAINING_STATE).is_file() and (Path(path) / "config.json").is_file()
 

@@ -249,7 +249,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     prompt_config = check_prompt_config(base_config, config.form)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
-    step, _ = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
+    step, extra = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
     stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
     rng = random.Random(config.seed * 100_003 + step)
     backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)  # nothing to reuse
@@ -257,7 +257,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
     out.mkdir(parents=True, exist_ok=True)
     bar = _bar(config.steps, step, progress)
-    start = time.time()
+    start = ckpt.resumed_clock(extra)
     while step < config.steps:
         gen = stream.batch(config.gen_batch)
         pairs = own_samples(sampler, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
@@ -293,7 +293,7 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
                 dev_check_accuracy(checker, prompt_config, dev, sampler=None if sampler is backend else sampler)
             )
             ckpt.save_model(out, model, tokenizer, prompt_config, config)
-            ckpt.save_state(out, optimizer, scheduler, step)
+            ckpt.save_state(out, optimizer, scheduler, step, {"elapsed_s": record["elapsed_s"]})
             log(json.dumps(record))
         with (out / "log.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")

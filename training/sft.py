@@ -83,7 +83,7 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
     bar = _bar(config.steps, step, progress)
     log_path = out / "log.jsonl"
     out.mkdir(parents=True, exist_ok=True)
-    start = time.time()
+    start = ckpt.resumed_clock(extra)
     while step < config.steps:
         model.train()
         batch = stream.batch(config.batch_size)
@@ -107,7 +107,7 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
         if step % config.eval_every == 0 or step == config.steps:
             record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
             ckpt.save_model(out, model, tokenizer, prompt_config, config)
-            ckpt.save_state(out, optimizer, scheduler, step)
+            ckpt.save_state(out, optimizer, scheduler, step, {"elapsed_s": record["elapsed_s"]})
             log(json.dumps(record))
         with log_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
