@@ -193,9 +193,6 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file, re
     assert process.verifier.params.max_new_tokens == 64
 
 
-@pytest.mark.skipif(
-    '"recompute"' not in (ASSETS / "default_model" / "tts_engine.json").read_text(), reason="not shipped yet"
-)
 def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only():
     from tts_engine.verifiers.recompute import RecomputeVerifier
 
