@@ -75,7 +75,7 @@ def fresh(path: Path) -> Path:
 
 
 def run_all(args, engine, problems) -> list[dict[str, Any]]:
-    kind = engine.headline_kind  # verifier_path for a re-solver, process for a process verifier
+    kind = engine.headline_kind  # verifier_recompute for the default, process for a process verifier
     step = f"step_{args.step_aggregation}"
     config = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation, lookahead=args.lookahead)
     common = dict(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed, progress=False)

@@ -31,6 +31,6 @@ for set in bundled "$@"; do
   shown="${problems[*]:+s${set#s}.jsonl }"
   echo "# ${make}tts solve ${shown}${MODEL:+--model $MODEL }--n $n ${SOLVE_ARGS:-}--out r.jsonl; tts curve r.jsonl --out curves" > "$file"
   "$tts" curve "$results" --out "$out/${name}_${set}_curves" --label "$set" >> "$file"
-  tail -3 "$out/solve_${name}_${set}_n$n.txt" | head -1 >> "$file"
+  grep "generated tokens / problem" "$out/solve_${name}_${set}_n$n.txt" | tail -1 >> "$file"
   echo "$file"
 done

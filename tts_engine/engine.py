@@ -284,8 +284,8 @@ class Engine:
 
 
 def headline_kind(verifier, score_norm: str) -> str | None:
-    """The verifier's own `headline_kind` where it names one (`verifier_path`), else `verifier_<score_norm>`;
-    None without a verifier."""
+    """The verifier's own `headline_kind` where it names one (`verifier_recompute`, `verifier_path`), else
+    `verifier_<score_norm>`; None without a verifier."""
     if verifier is None:
         return None
     return getattr(verifier, "headline_kind", None) or f"verifier_{score_norm}"
