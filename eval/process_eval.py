@@ -25,6 +25,8 @@ from tts_engine.answers.rewards import answer_reward, solution_reward
 from tts_engine.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.base import score_each_text_once
+from tts_engine.verifiers.process import AGGREGATIONS, aggregate_steps
+from tts_engine.verifiers.recompute import SCORE_KIND
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -195,6 +197,25 @@ def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batc
     return metrics, flat
 
 
+class RecomputeAsProcess:
+    """A recompute verifier (`tts_engine.verifiers.recompute`) scored as a process verifier: its verdict
+    (`process_final`) is P(transcript), its step scores P(each line), aggregated as the process verifier's are."""
+
+    def __init__(self, verifier):
+        self.verifier = verifier
+        self.name = verifier.name
+
+    def score(self, questions, prompts, outputs):
+        rows = self.verifier.score(questions, prompts, outputs)
+        for row in rows:
+            for score in row:
+                whole = score.scores[SCORE_KIND]
+                steps = score.step_scores or [whole]
+                score.scores = {"process_final": whole, "process": whole}
+                score.scores.update({f"process_{how}": aggregate_steps(steps, how) for how in AGGREGATIONS[1:]})
+        return rows
+
+
 def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
     """Outcome balanced accuracy of process_final, step-level first-error metrics, weighted voting per score kind."""
     out, flat = _outcome_metrics(verifier, problems, prompts, texts, "process_final", batch_problems)
@@ -225,6 +246,7 @@ def run_table(
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
     from tts_engine.verifiers.process import ProcessVerifier
+    from tts_engine.verifiers.recompute import RecomputeVerifier
 
     problems = bundled_problems(limit_per_level)
     out = Path(out_dir)
@@ -239,11 +261,11 @@ def run_table(
         _write(out, result)
     _, prompts, texts = first
     for name, path in verifiers.items():
-        verifier = ProcessVerifier(
-            HFBackend(path, device="cpu", max_batch_rows=512),
-            PromptConfig.load(path),
-            max_new_tokens=verifier_max_new_tokens,
-        )
+        backend, config = HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path)
+        if config.verify_form == "recompute":
+            verifier = RecomputeAsProcess(RecomputeVerifier(backend, config))
+        else:
+            verifier = ProcessVerifier(backend, config, max_new_tokens=verifier_max_new_tokens)
         result["verifiers"][name] = verifier_metrics(verifier, problems, prompts, texts)
         _write(out, result)
     for name, path in (unified or {}).items():

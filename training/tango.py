@@ -76,7 +76,8 @@ class TangoConfig(TrainConfig):
     verifier_mode: str = setting("rl", choices=VERIFIER_MODES)
     """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
     verifier_form: str = setting("marks", choices=VERIFIER_FORMS)
-    """What the verifier writes per step: "marks" (`1:+`) or "rederive" (a re-derivation, then its mark)."""
+    """What the verifier writes per step: "marks" (`1:+`), "rederive" (a re-derivation, then its mark) or
+    "recompute" (each line recomputed units digit first, `tango_recompute`)."""
     alpha_start: float = 0.1
     """Process-reward weight at the first generator step."""
     alpha_end: float = 0.001
@@ -196,6 +197,8 @@ class Role:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         self.optimizer.step()
         self.scheduler.step()
+        if self.backend.prefix_cache is not None:  # keys and values computed with the old weights
+            self.backend.prefix_cache.clear()
 
     def save(self, step: int, config) -> None:
         ckpt.save_model(self.out, self.model, self.tokenizer, self.prompt_config, config)
@@ -373,16 +376,21 @@ class TangoTrainer:
         lengths = [s.num_tokens for row in samples for s in row]
         return {"reward": round(outcomes.mean().item(), 4), "mean_len": round(sum(lengths) / len(lengths), 1), **stats}
 
-    def process_advantages(self, problems, prompts, samples, outcomes):
-        """The verifier's greedy verdicts on every rollout -> per-token process advantages, and verdict stats."""
-        c = self.config
+    def parsed_verdicts(self, problems, prompts, samples) -> list:
+        """The verifier's greedy verification of every rollout (flat), parsed."""
         vsamples = self.verify(self.verify_prompts(problems, prompts, samples), 1, greedy=True)
-        parsed_all, result, k = [], [], 0
+        flat = [s for row in samples for s in row]
+        return [parse_verification(v[0].text, len(split_steps(s.text))) for v, s in zip(vsamples, flat)]
+
+    def process_advantages(self, problems, prompts, samples, outcomes):
+        """The verifier's verdicts on every rollout -> per-token process advantages, and verdict stats."""
+        c = self.config
+        parsed_all = self.parsed_verdicts(problems, prompts, samples)
+        result, k = [], 0
         for row in samples:
             rewards, ends, lengths = [], [], []
             for s in row:
-                parsed = parse_verification(vsamples[k][0].text, len(split_steps(s.text)))
-                parsed_all.append(parsed)
+                parsed = parsed_all[k]
                 k += 1
                 texts = [self.gen.tokenizer.decode([t], skip_special_tokens=True) for t in s.token_ids]
                 rewards.append(tr.step_rewards(parsed))
@@ -478,6 +486,8 @@ def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_c
     """Run (or resume) Tango and return the output directory (generator/ and verifier/ inside)."""
     from tqdm import tqdm
 
+    if trainer_cls is None and config.verifier_form == "recompute":
+        from .tango_recompute import RecomputeTangoTrainer as trainer_cls
     trainer = (trainer_cls or TangoTrainer)(config)
     trainer.out.mkdir(parents=True, exist_ok=True)
     (trainer.out / "tango_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")

@@ -17,8 +17,9 @@ from tts_engine.prompts import PromptConfig, build_prompt
 from .joint import CHECK_SUFFIX
 from .rederive import Check, check_read, read_solution
 
-VERIFIER_FORMS = ("marks", "rederive")
-"""`marks`: one bare mark per step (`1:+`); `rederive`: a written re-derivation per step, then its mark."""
+VERIFIER_FORMS = ("marks", "rederive", "recompute")
+"""`marks`: one bare mark per step (`1:+`); `rederive`: a written re-derivation per step, then its mark;
+`recompute`: each line recomputed units digit first (training/tango_recompute.py)."""
 REDERIVE_SUFFIX = CHECK_SUFFIX + "{problem}\n"
 """What follows prompt + solution in the re-derivation verifier's prompt (its `check_suffix`): the problem is
 restated next to the check, whose every line reads an operand from it (a small model copies badly from far back)."""
