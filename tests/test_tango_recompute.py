@@ -20,6 +20,15 @@ def test_each_line_is_written_after_the_solutions_earlier_lines():
     assert line_queries("Q\n", ["a\n", "b\n", "c\n"]) == ["Q\n", "Q\na\n", "Q\na\nb\n"]
 
 
+def test_a_verification_says_yes_only_when_it_wrote_every_line_as_the_solution_did():
+    from tts_engine.training.tango_recompute import sampled_verdicts
+
+    line = lambda text: SimpleNamespace(text=text)  # noqa: E731
+    lines = [[line("820*400=211"), line("820*400=211")], [line("211-810=490"), line("211-810=390")]]  # (lines, V)
+    assert sampled_verdicts(["820*400=211\n", "211-810=390\n"], lines) == [False, True]
+    assert sampled_verdicts(["820*400=211\n", "211-810=490\n"], lines) == [True, False]
+
+
 def test_the_sft_baseline_is_the_verdicts_cross_entropy_against_the_outcome():
     sure, unsure = torch.tensor([-1e-4]), torch.tensor([-5.0])
     one = torch.tensor([1.0])
@@ -123,3 +132,21 @@ def test_the_table_reads_a_recompute_verifier_as_a_process_verifier():
     assert wrong.scores["process_min"] == pytest.approx(min(wrong.step_scores))
     assert wrong.scores["process_prod"] == pytest.approx(wrong.scores["process_final"], rel=1e-4)
     assert (right.first_error, wrong.first_error) == (-1, 1)
+
+
+def test_the_rl_step_updates_the_verifier_on_groups_whose_verdicts_differ(tmp_path, monkeypatch):
+    from tts_engine.models import DEFAULT_MODEL
+    from tts_engine.training.tango import TangoConfig
+    from tts_engine.training.tango_recompute import RecomputeTangoTrainer
+
+    micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=16)
+    config = TangoConfig(
+        init_dir=str(DEFAULT_MODEL), out_dir=str(tmp_path), verifier_form="recompute", temperature=1.3, **micro
+    )
+    trainer = RecomputeTangoTrainer(config)
+    monkeypatch.setattr(trainer, "verifier_batch", lambda: batch_of(trainer, [RIGHT, WRONG], [True, False]))
+    before = [p.detach().clone() for p in trainer.ver.model.parameters()]
+    stats = trainer.verifier_step()
+    # at temperature 1.3 about half of the right solution's 16 verifications write some line otherwise
+    assert 0 < stats["verifier_reward"] < 1 and "verifier_pg_loss" in stats
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.ver.model.parameters()))

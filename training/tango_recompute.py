@@ -48,6 +48,13 @@ def sequence_logprobs(role, prompts: list[str], completions: list[str]) -> tuple
     return (logp * comp).sum(-1), comp.sum(-1)
 
 
+def sampled_verdicts(pieces: list[str], lines) -> list[bool]:
+    """The verdict of each of V sampled verifications of one transcript: "Yes" when every line it sampled is the
+    solution's (`lines`: per line, its V samples)."""
+    group = len(lines[0]) if lines else 0
+    return [all(row[v].text.strip() == piece.strip() for row, piece in zip(lines, pieces)) for v in range(group)]
+
+
 def outcome_bce(logp: torch.Tensor, lengths: torch.Tensor, truth: list[bool]) -> torch.Tensor:
     """Class-balanced binary cross-entropy of P(Yes) = exp(logp) against the outcome, per token of the transcript."""
     right = torch.tensor(truth)
@@ -84,7 +91,8 @@ class RecomputeTangoTrainer(TangoTrainer):
             prompts, samples, outcomes = self.rollouts(problems, c.verifier_rollouts)
             truth = [bool(o >= 0.5) for o in outcomes.flatten().tolist()]
             flat = [s for row in samples for s in row]
-            batch = VerifierBatch(self.verify_prompts(problems, prompts, samples), [], flat, truth, outcomes)
+            texts = [p.problem for p, row in zip(problems, samples) for _ in row]
+            batch = VerifierBatch(self.verify_prompts(problems, prompts, samples), texts, flat, truth, outcomes)
         keep = [k for k, s in enumerate(batch.solutions) if transcribe(s.text) and (outcome_verdicts or batch.truth[k])]
         stats = {"reward": round(batch.outcomes.mean().item(), 4), "verifier_batch_correct": sum(batch.truth)}
         if not keep:
@@ -153,15 +161,7 @@ class RecomputeTangoTrainer(TangoTrainer):
         if not checked:
             return {"verifier_batch_correct": sum(batch.truth)}
         truth = [batch.truth[k] for k, _, _, _ in checked]
-        verdicts = torch.tensor(
-            [
-                [
-                    all(row[v].text.strip() == piece.strip() for row, piece in zip(lines, pieces))
-                    for v in range(c.verifier_group)
-                ]
-                for _, _, pieces, lines in checked
-            ]
-        )  # (B, V)
+        verdicts = torch.tensor([sampled_verdicts(pieces, lines) for _, _, pieces, lines in checked])  # (B, V)
         rewards = (verdicts == torch.tensor(truth)[:, None]).float()  # (B, V)
         weights = torch.tensor(tr.class_weights(truth)) * len(truth)  # (B,), mean 1
         adv = advantages(rewards, c.algorithm) * weights[:, None]  # (B, V)
