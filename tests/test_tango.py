@@ -201,3 +201,16 @@ def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
     for target in targets:  # checks of unreadable solutions: body 1, the "-" mark and the "No" verdict 4
         assert target.verdict is False and sorted(set(target.weights)) == [1.0, 4.0]
         assert trainer.ver.tokenizer.decode(target.ids, skip_special_tokens=True).endswith("verdict:No")
+
+
+def test_a_role_forgets_cached_keys_and_values_when_its_weights_change(tmp_path):
+    from tts_engine.params import SamplingParams
+    from tts_engine.training.tango import Role
+
+    config = micro_config(tmp_path)
+    role = Role(tmp_path / "init", tmp_path / "role", lr=1e-3)
+    role.backend.generate(["Compute left to right: 1+2."], SamplingParams(n=1, max_new_tokens=4, seed=0))
+    assert role.backend.prefix_cache.tokens > 0  # the finished sequence was stored
+    loss = role.model.lm_head.weight.square().mean()
+    role.update(loss, config.lr)
+    assert role.backend.prefix_cache.tokens == 0  # computed with the old weights: not reused

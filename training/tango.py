@@ -410,11 +410,17 @@ class TangoTrainer:
         return result, stats
 
     def verifier_step(self) -> dict:
+        """The verifier's step in its mode: kept as warmed up, SFT on outcome-labelled targets, or Tango's RL."""
         c = self.config
         if c.verifier_mode == "frozen":
             return {"verifier": "frozen"}
         if c.verifier_mode == "sft":
             return self.warmup_step(c.verifier_lr, outcome_verdicts=True)
+        return self.verifier_rl_step()
+
+    def verifier_rl_step(self) -> dict:
+        """Sampled verifications of fresh rollouts, rewarded by the rule-based outcome."""
+        c = self.config
         batch = self.verifier_batch()
         vprompts, solutions, truth = batch.vprompts, batch.solutions, batch.truth
         vsamples = self.verify(vprompts, c.verifier_group, greedy=False)  # (B, V)

@@ -93,12 +93,13 @@ class RecomputeTangoTrainer(TangoTrainer):
             flat = [s for row in samples for s in row]
             texts = [p.problem for p, row in zip(problems, samples) for _ in row]
             batch = VerifierBatch(self.verify_prompts(problems, prompts, samples), texts, flat, truth, outcomes)
-        keep = [k for k, s in enumerate(batch.solutions) if transcribe(s.text) and (outcome_verdicts or batch.truth[k])]
+        transcripts = [transcribe(s.text) for s in batch.solutions]
+        keep = [k for k, t in enumerate(transcripts) if t and (outcome_verdicts or batch.truth[k])]
         stats = {"reward": round(batch.outcomes.mean().item(), 4), "verifier_batch_correct": sum(batch.truth)}
         if not keep:
             return {**stats, "verifier_sft_loss": None}
         logp, lengths = sequence_logprobs(
-            self.ver, [batch.vprompts[k] for k in keep], [transcribe(batch.solutions[k].text).text for k in keep]
+            self.ver, [batch.vprompts[k] for k in keep], [transcripts[k].text for k in keep]
         )
         truth = [batch.truth[k] for k in keep]
         loss = outcome_bce(logp, lengths, truth) if outcome_verdicts else -(logp.sum() / lengths.sum())
@@ -150,12 +151,8 @@ class RecomputeTangoTrainer(TangoTrainer):
             at += len(queries)
         return out
 
-    def verifier_step(self) -> dict:
+    def verifier_rl_step(self) -> dict:
         c = self.config
-        if c.verifier_mode == "frozen":
-            return {"verifier": "frozen"}
-        if c.verifier_mode == "sft":
-            return self.warmup_step(c.verifier_lr, outcome_verdicts=True)
         batch = self.verifier_batch()
         checked = self.sampled_verifications(batch)
         if not checked:
@@ -172,11 +169,7 @@ class RecomputeTangoTrainer(TangoTrainer):
             for v in range(c.verifier_group)
             if adv[b, v].abs() > 1e-8 and row[v].token_ids
         ]
-        stats = {
-            "verifier_reward": round(rewards.mean().item(), 4),
-            "verifier_batch_correct": sum(truth),
-            "verifier_match": round(rewards.mean().item(), 4),
-        }
+        stats = {"verifier_reward": round(rewards.mean().item(), 4), "verifier_batch_correct": sum(truth)}
         if seqs:
             loss = policy_loss(
                 self.ver.model,
