@@ -177,12 +177,18 @@ def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
     return sum(right) / len(problems)
 
 
-def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batch_problems: int):
-    """Scores of every sample (batched by problem) and the metrics every verifier kind shares."""
+def score_samples(verifier, problems, prompts, texts, batch_problems: int = 16) -> list[list]:
+    """The verifier's score of every sample `# (P, N)`, scored `batch_problems` problems at a time."""
     scored = []
     for start in range(0, len(problems), batch_problems):
         sl = slice(start, start + batch_problems)
         scored.extend(score_each_text_once(verifier, [p["problem"] for p in problems[sl]], prompts[sl], texts[sl]))
+    return scored
+
+
+def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batch_problems: int):
+    """Scores of every sample (batched by problem) and the metrics every verifier kind shares."""
+    scored = score_samples(verifier, problems, prompts, texts, batch_problems)
     right = [x for row in correctness(problems, texts) for x in row]
     flat = [s for row in scored for s in row]
     metrics = {
@@ -216,6 +222,20 @@ class RecomputeAsProcess:
         return rows
 
 
+def load_process_verifier(path: str, max_new_tokens: int | None = None):
+    """A checkpoint's process verifier on the hf backend: its recompute check scored as a process verifier when the
+    checkpoint serves that form (`verify_form: recompute`), else its written step verdicts."""
+    from tts_engine.backends.hf import HFBackend
+    from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers.process import ProcessVerifier
+    from tts_engine.verifiers.recompute import RecomputeVerifier
+
+    backend, config = HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path)
+    if config.verify_form == "recompute":
+        return RecomputeAsProcess(RecomputeVerifier(backend, config))
+    return ProcessVerifier(backend, config, max_new_tokens=max_new_tokens)
+
+
 def verifier_metrics(verifier, problems, prompts, texts, batch_problems: int = 16) -> dict[str, Any]:
     """Outcome balanced accuracy of process_final, step-level first-error metrics, weighted voting per score kind."""
     out, flat = _outcome_metrics(verifier, problems, prompts, texts, "process_final", batch_problems)
@@ -245,8 +265,6 @@ def run_table(
     """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers.process import ProcessVerifier
-    from tts_engine.verifiers.recompute import RecomputeVerifier
 
     problems = bundled_problems(limit_per_level)
     out = Path(out_dir)
@@ -261,11 +279,7 @@ def run_table(
         _write(out, result)
     _, prompts, texts = first
     for name, path in verifiers.items():
-        backend, config = HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path)
-        if config.verify_form == "recompute":
-            verifier = RecomputeAsProcess(RecomputeVerifier(backend, config))
-        else:
-            verifier = ProcessVerifier(backend, config, max_new_tokens=verifier_max_new_tokens)
+        verifier = load_process_verifier(path, verifier_max_new_tokens)
         result["verifiers"][name] = verifier_metrics(verifier, problems, prompts, texts)
         _write(out, result)
     for name, path in (unified or {}).items():
