@@ -12,11 +12,12 @@ teacher-forced read gives, for every solution and with no sampling:
 - silent@V: the expected share of groups of V sampled verdicts that all agree, P^V + (1-P)^V: such a group carries no
   GRPO advantage, so a Tango verifier step learns nothing from it; and the same among the solutions judged wrong,
   the errors the step exists to fix;
-- loss weight on errors: per solution both losses push along +-grad log P(transcript). The expected verdict reward
-  (what Tango's sampled step estimates) weighs a solution by P; the outcome cross-entropy (the (c) baseline) by 1
-  (answer right) or P / (1 - P) (wrong), i.e. it is grad log E[reward]: each solution's expected-reward gradient
-  divided by its current expected reward. Printed: the share of each loss's weight that falls on the solutions
-  judged wrong, within each class.
+- loss weight on errors: per solution every loss here pushes along +-grad log P(transcript). The expected verdict
+  reward weighs a solution by P; GRPO, which divides each group's advantages by their standard deviation
+  sqrt(P (1 - P)), by sqrt(P / (1 - P)) in expectation (many samples per group); the outcome cross-entropy (the (c)
+  baseline) by 1 (answer right) or P / (1 - P) (wrong), i.e. it is grad log E[reward]: each solution's
+  expected-reward gradient divided by its current expected reward. Printed: the share of each weight that falls on
+  the solutions judged wrong, within each class.
 """
 
 from __future__ import annotations
@@ -42,19 +43,19 @@ def class_figures(probs: list[float], groups: list[int]) -> dict:
     return figures
 
 
-def loss_weight_on_errors(probs: list[float], right: bool) -> tuple[float, float]:
-    """Share of the expected-reward weight (P) and of the cross-entropy weight (1, or P / (1 - P) for a wrong
-    answer) that falls on the solutions whose verdict at .5 disagrees with the outcome."""
+def loss_weight_on_errors(probs: list[float], right: bool) -> tuple[float, float, float]:
+    """Share of the expected-reward weight (P), of GRPO's (sqrt(P / (1 - P))) and of the cross-entropy's (1, or
+    P / (1 - P) for a wrong answer) that falls on the solutions whose verdict at .5 disagrees with the outcome."""
     eps = 1e-12
-    reward_w = probs
-    ce_w = [1.0 for _ in probs] if right else [p / max(1 - p, eps) for p in probs]
+    odds = [p / max(1 - p, eps) for p in probs]
+    weights = (probs, [o**0.5 for o in odds], [1.0 for _ in probs] if right else odds)
     wrong = [(p < ACCEPT) if right else (p >= ACCEPT) for p in probs]
 
-    def share(weights):
-        total = sum(weights)
-        return sum(w for w, bad in zip(weights, wrong) if bad) / total if total > 0 else float("nan")
+    def share(ws):
+        total = sum(ws)
+        return sum(w for w, bad in zip(ws, wrong) if bad) / total if total > 0 else float("nan")
 
-    return share(reward_w), share(ce_w)
+    return tuple(share(ws) for ws in weights)
 
 
 def verdict_signal(probs: list[float], truth: list[bool], groups: list[int]) -> dict:
@@ -63,7 +64,8 @@ def verdict_signal(probs: list[float], truth: list[bool], groups: list[int]) -> 
     for name, right in (("right", True), ("wrong", False)):
         ps = [p for p, t in zip(probs, truth) if t == right]
         figures = class_figures(ps if right else [1 - p for p in ps], groups)
-        figures["reward_weight_on_errors"], figures["ce_weight_on_errors"] = loss_weight_on_errors(ps, right)
+        shares = loss_weight_on_errors(ps, right)
+        figures.update(zip(("reward_weight_on_errors", "grpo_weight_on_errors", "ce_weight_on_errors"), shares))
         out[name] = figures
     return out
 
@@ -90,7 +92,7 @@ def score_verifier(path: str, problems, prompts, texts) -> tuple[list[float], in
 def print_table(name: str, result: dict, groups: list[int], unread: int) -> None:
     print(f"\n{name}" + (f" ({unread} samples unreadable, scored as read)" if unread else ""))
     cols = ["n", "judged_wrong"] + [f"silent@{v}" for v in groups] + [f"silent@{v}|judged_wrong" for v in groups]
-    cols += ["reward_weight_on_errors", "ce_weight_on_errors"]
+    cols += ["reward_weight_on_errors", "grpo_weight_on_errors", "ce_weight_on_errors"]
     print("| class | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for cls, fig in result.items():

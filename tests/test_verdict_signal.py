@@ -24,11 +24,11 @@ def test_silent_groups_and_errors_of_a_class():
 
 
 def test_loss_weights_on_errors_per_class():
-    # right answers: expected reward weighs by P, cross-entropy uniformly
-    assert vs.loss_weight_on_errors([0.9, 0.1], right=True) == pytest.approx((0.1 / 1.0, 0.5))
+    # right answers: expected reward weighs by P, GRPO by sqrt(P / (1 - P)), cross-entropy uniformly
+    assert vs.loss_weight_on_errors([0.9, 0.1], right=True) == pytest.approx((0.1 / 1.0, (1 / 3) / (3 + 1 / 3), 0.5))
     # wrong answers: the error is the accepted one (P = .9); cross-entropy weighs P / (1 - P)
-    reward, ce = vs.loss_weight_on_errors([0.9, 0.2], right=False)
-    assert reward == pytest.approx(0.9 / 1.1) and ce == pytest.approx(9 / 9.25)
+    reward, grpo, ce = vs.loss_weight_on_errors([0.9, 0.2], right=False)
+    assert reward == pytest.approx(0.9 / 1.1) and grpo == pytest.approx(3 / 3.5) and ce == pytest.approx(9 / 9.25)
 
 
 def test_a_wrong_answer_matches_with_one_minus_p():
