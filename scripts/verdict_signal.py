@@ -90,7 +90,7 @@ def score_verifier(path: str, problems, prompts, texts) -> tuple[list[float], in
 
 
 def print_table(name: str, result: dict, groups: list[int], unread: int) -> None:
-    print(f"\n{name}" + (f" ({unread} samples unreadable, scored as read)" if unread else ""))
+    print(f"\n{name}" + (f" ({unread} samples unreadable: P = 0, as the engine scores them)" if unread else ""))
     cols = ["n", "judged_wrong"] + [f"silent@{v}" for v in groups] + [f"silent@{v}|judged_wrong" for v in groups]
     cols += ["reward_weight_on_errors", "grpo_weight_on_errors", "ce_weight_on_errors"]
     print("| class | " + " | ".join(cols) + " |")
