@@ -55,7 +55,7 @@ class CurveOptions:
 class BenchOptions:
     """What `tts bench` runs over and where it writes."""
 
-    out: str = setting("")
+    out: str = setting("", flag="--out-dir", deprecated=("--out",))
     """Folder for results.jsonl (rerun to resume) and the curves."""
     problems: str | None = None
     """Problem set (JSONL/JSON). Default: the bundled set."""
@@ -132,7 +132,8 @@ def _echo_report(curves: list[dict[str, Any]], out: Path) -> None:
 @click.command(cls=Command)
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "--out",
+    "--out-dir",
+    "out",
     required=True,
     type=click.Path(file_okay=False),
     help="Folder for curves.json, curves.csv and the PNG plots (created if missing).",
@@ -215,3 +216,8 @@ def bench(**settings):
         vote_impl=curve_options.vote_impl,
     )
     _echo_report(curves, out_dir)
+
+
+for _param in curve.params:  # `--out` named the folder before `--out-dir` did
+    if _param.name == "out":
+        _param.deprecated_names = ("--out",)

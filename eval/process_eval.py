@@ -22,11 +22,11 @@ from typing import Any, Sequence
 from tts_engine.aggregate import majority_vote, weighted_vote
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_reward, solution_reward
-from tts_engine.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
+from tts_engine.tasks.arith.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.base import score_each_text_once
 from tts_engine.verifiers.process import AGGREGATIONS, aggregate_steps
-from tts_engine.verifiers.recompute import SCORE_KIND
+from tts_engine.tasks.arith.recompute import SCORE_KIND
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -204,7 +204,7 @@ def _outcome_metrics(verifier, problems, prompts, texts, outcome_kind: str, batc
 
 
 class RecomputeAsProcess:
-    """A recompute verifier (`tts_engine.verifiers.recompute`) scored as a process verifier: its verdict
+    """A recompute verifier (`tts_engine.tasks.arith.recompute`) scored as a process verifier: its verdict
     (`process_final`) is P(transcript), its step scores P(each line), aggregated as the process verifier's are."""
 
     def __init__(self, verifier):
@@ -228,7 +228,7 @@ def load_process_verifier(path: str, max_new_tokens: int | None = None):
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
     from tts_engine.verifiers.process import ProcessVerifier
-    from tts_engine.verifiers.recompute import RecomputeVerifier
+    from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
     backend, config = HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path)
     if config.verify_form == "recompute":
@@ -293,7 +293,7 @@ def run_table(
 
 def bundled_problems(limit_per_level: int | None = None) -> list[dict]:
     """The bundled task set as records, optionally the first `limit_per_level` of each level."""
-    from tts_engine.training.task import bundled_problems_path, first_per_level, load_problems
+    from tts_engine.tasks.arith.generator import bundled_problems_path, first_per_level, load_problems
 
     records = load_problems(bundled_problems_path())
     return records if limit_per_level is None else first_per_level(records, limit_per_level)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from tts_engine.results import read_results
-from tts_engine.verifiers.unified import resolved_prefix
+from tts_engine.verifiers.checking import resolved_prefix
 
 
 def resolved_answer(check: str | None) -> str | None:

@@ -77,7 +77,7 @@ def run_trl(init: str, out: Path, budget: float) -> None:
 
     from tts_engine.training.checkpoint import load_model
     from tts_engine.training.reward_functions import answer_reward
-    from tts_engine.training.task import ProblemStream, held_out_texts
+    from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
     from tts_engine.training.trl import RLVGRPOConfig, RLVGRPOTrainer, rlv_dataset_rows
 
     torch.set_num_threads(1)

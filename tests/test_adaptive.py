@@ -3,6 +3,7 @@
 import pytest
 
 from tts_engine.adaptive import (
+    AdaptiveConfig,
     check_budgets,
     confidence_key,
     continue_samples,
@@ -10,8 +11,6 @@ from tts_engine.adaptive import (
     join_continuation,
     parse_budgets,
     record_confidence,
-    solve_adaptive_length,
-    solve_adaptive_n,
     strategy_keys,
 )
 from tts_engine.backends.base import Sample
@@ -19,6 +18,28 @@ from tts_engine.engine import Engine
 from tts_engine.params import SamplingParams
 from tts_engine.problems import Problem
 from tts_engine.results import read_results
+
+
+def solve_adaptive_length(engine, problems, *, n=8, budgets=(256, 512, 1024, 2048), **kwargs):
+    """adaptive-length through the one entry point, `Engine.solve`."""
+    config, rest = _split(kwargs)
+    return engine.solve(
+        problems, strategy="adaptive-length", n=n, adaptive=AdaptiveConfig(budgets=list(budgets), **config), **rest
+    )
+
+
+def solve_adaptive_n(engine, problems, *, max_new_tokens=256, **kwargs):
+    """adaptive-n through the one entry point, `Engine.solve`."""
+    config, rest = _split(kwargs)
+    return engine.solve(
+        problems, strategy="adaptive-n", max_new_tokens=max_new_tokens, adaptive=AdaptiveConfig(**config), **rest
+    )
+
+
+def _split(kwargs):
+    fields = {"tau", "confidence_from", "confidence_over", "wave", "min_n", "max_n"}
+    return {k: v for k, v in kwargs.items() if k in fields}, {k: v for k, v in kwargs.items() if k not in fields}
+
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(4)]
 

@@ -41,7 +41,7 @@ def test_no_answers_vote_for_nothing():
 
 
 def test_bad_input_names_the_problem():
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="aggregation must be one of"):
         vote_classes("mode", [0])
     with pytest.raises(ValueError, match="needs scores"):
         vote_classes("weighted", [0])

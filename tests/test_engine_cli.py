@@ -176,7 +176,7 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
 
 
 def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint):
-    from tts_engine.verifiers import ResolvingVerifier
+    from tts_engine.verifiers.checking import ResolvingVerifier
 
     default = Engine(resolving_checkpoint)  # the previous default re-solves once, greedy
     assert default.headline_kind == "verifier_path"  # its votes headline the read of each solution's own path
@@ -194,7 +194,7 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file, re
 
 
 def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only():
-    from tts_engine.verifiers.recompute import RecomputeVerifier
+    from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
     engine = Engine()
     assert isinstance(engine.verifier, RecomputeVerifier) and engine.headline_kind == "verifier_recompute"

@@ -25,7 +25,7 @@ def results_file(tmp_path):
 
 def test_curve_writes_json_csv_png_and_prints_a_table(results_file, tmp_path):
     out = tmp_path / "curves"
-    result = CliRunner().invoke(curve, [str(results_file), "--out", str(out), "--subsets", "60"])
+    result = CliRunner().invoke(curve, [str(results_file), "--out-dir", str(out), "--subsets", "60"])
     assert result.exit_code == 0, result.output
     data = json.loads((out / "curves.json").read_text())
     (c,) = data["curves"]
@@ -57,7 +57,7 @@ def test_curve_overlays_labelled_files(results_file, tmp_path):
         [
             str(results_file),
             str(other),
-            "--out",
+            "--out-dir",
             str(out),
             "--subsets",
             "20",
@@ -78,14 +78,14 @@ def test_curve_overlays_labelled_files(results_file, tmp_path):
 
 def test_curve_reports_bad_input_clearly(results_file, tmp_path):
     runner = CliRunner()
-    result = runner.invoke(curve, [str(results_file), "--out", str(tmp_path / "o"), "--label", "a", "--label", "b"])
+    result = runner.invoke(curve, [str(results_file), "--out-dir", str(tmp_path / "o"), "--label", "a", "--label", "b"])
     assert result.exit_code != 0 and "--label must be given once per results file (1), got 2" in result.output
     unreferenced = write_results(tmp_path / "noref.jsonl", records_from_arrays([[0, 1]], [None], {"v": [[0.1, 0.2]]}))
-    result = runner.invoke(curve, [str(unreferenced), "--out", str(tmp_path / "o2")])
+    result = runner.invoke(curve, [str(unreferenced), "--out-dir", str(tmp_path / "o2")])
     assert result.exit_code != 0 and "no problem has a reference answer" in result.output
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    result = runner.invoke(curve, [str(empty), "--out", str(tmp_path / "o3")])
+    result = runner.invoke(curve, [str(empty), "--out-dir", str(tmp_path / "o3")])
     assert result.exit_code != 0 and "holds no problem records" in result.output
 
 
@@ -95,7 +95,7 @@ def test_curve_without_plots_or_verifier_scores(tmp_path):
         records_from_arrays([[0, 0, 1, -1], [1, 0, 1, 1]], [[True, False], [False, True]], num_parameters=None),
     )
     out = tmp_path / "o"
-    result = CliRunner().invoke(curve, [str(path), "--out", str(out), "--no-plots"])
+    result = CliRunner().invoke(curve, [str(path), "--out-dir", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
     (c,) = json.loads((out / "curves.json").read_text())["curves"]
     assert set(c["strategies"]) == {"pass@k", "majority"} and c["verifier"] == {}
@@ -120,7 +120,7 @@ def test_bench_generates_then_draws(tiny_model_dir, tmp_path):
             "4",
             "--max-new-tokens",
             "6",
-            "--out",
+            "--out-dir",
             str(out),
             "--subsets",
             "10",
@@ -132,3 +132,11 @@ def test_bench_generates_then_draws(tiny_model_dir, tmp_path):
     (c,) = json.loads((out / "curves.json").read_text())["curves"]
     assert c["label"] == "problems" and c["k"] == [1, 2, 4] and c["num_problems"] == 3
     assert (out / "accuracy_vs_samples.png").exists()
+
+
+def test_curve_keeps_the_old_out_flag_with_a_warning(results_file, tmp_path):
+    out = tmp_path / "old_flag"
+    result = CliRunner().invoke(curve, [str(results_file), "--out", str(out), "--subsets", "20", "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert (out / "curves.json").is_file()
+    assert "--out is deprecated and will be removed; use --out-dir" in result.output

@@ -150,12 +150,13 @@ def test_runs_on_a_real_tiny_model(hf_backend):
 
 def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers import CheckingVerifier, make_unified_verifier
+    from tts_engine.verifiers import make_verifier
+    from tts_engine.verifiers.checking import CheckingVerifier
 
     config = PromptConfig(use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Check.\n")
     check = "4*28=112 vs 112 +\n94+18=113 vs 112 -\nboxed 94 vs 94 +\nverdict:No"
     backend = FakeBackend([check])
-    verifier = make_unified_verifier(backend, config)
+    verifier = make_verifier(backend, config)
     assert isinstance(verifier, CheckingVerifier)
     [[score]] = verifier.score(["q"], ["q\n"], [["28*4=112\n112-18=93\n\\boxed{94}"]])
     assert set(score.scores) == set(CheckingVerifier.kinds)
@@ -166,7 +167,7 @@ def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
     assert score.scores["verifier_last"] == pytest.approx(0.8)
     assert score.text == check
     assert backend.verdict_prompts[0] == "q\n28*4=112\n112-18=93\n\\boxed{94}<|endoftext|>Check.\n" + check[:-2]
-    assert type(make_unified_verifier(FakeBackend([]), PromptConfig())).__name__ == "UnifiedVerifier"
+    assert type(make_verifier(FakeBackend([]), PromptConfig())).__name__ == "UnifiedVerifier"
 
 
 def test_prompt_config_rejects_an_unknown_verify_form():
@@ -178,8 +179,8 @@ def test_prompt_config_rejects_an_unknown_verify_form():
 
 def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers import CheckingVerifier
-    from tts_engine.verifiers.prm import CheckStepScorer
+    from tts_engine.verifiers.checking import CheckingVerifier
+    from tts_engine.verifiers.checking import CheckStepScorer
 
     config = PromptConfig(use_chat_template=False, verify_form="check")
     partial = "4*28=112 vs 112 +\n94+18=113 vs 112 -\nboxed ? -\nverdict:No"  # 2 steps written, no answer yet
@@ -192,7 +193,7 @@ def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
 
 
 def test_resolved_prefix_ends_at_the_last_re_solved_line():
-    from tts_engine.verifiers.unified import resolved_prefix
+    from tts_engine.verifiers.checking import resolved_prefix
 
     check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 -\nverdict:No"
     assert resolved_prefix(check) == "28*4=112\n112-18=94\n94+80="
@@ -201,7 +202,7 @@ def test_resolved_prefix_ends_at_the_last_re_solved_line():
 
 
 def test_solution_path_is_the_working_then_the_answer():
-    from tts_engine.verifiers.unified import solution_path
+    from tts_engine.verifiers.checking import solution_path
 
     assert solution_path("28*4=112\n112-18=94\n\\boxed{94}") == "28*4=112\n112-18=94\nanswer"  # then it ends
     assert solution_path("28*4=112\n112-18=93\n\\boxed{94}") == "28*4=112\n112-18=94\nanswer"  # its answer, not 93
@@ -232,12 +233,13 @@ def resolving_config(**overrides):
 
 
 def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
-    from tts_engine.verifiers import ResolvingVerifier, make_unified_verifier
+    from tts_engine.verifiers import make_verifier
+    from tts_engine.verifiers.checking import ResolvingVerifier
 
     config = resolving_config()
     check = "28*4=112\n112-18=94\n94+80=174\nanswer 173 vs 174 +\nverdict:Yes"
     backend = ContinuationBackend([check, check, "no lines at all"], favoured=("174\n", "174\nanswer"))
-    verifier = make_unified_verifier(backend, config)
+    verifier = make_verifier(backend, config)
     assert isinstance(verifier, ResolvingVerifier)
     right, wrong, unread = "\\boxed{174}", "\\boxed{173}", "\\boxed{174}"
     [[a, b, c]] = verifier.score(["q"], ["q\n"], [[right, wrong, unread]])
@@ -255,8 +257,8 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     assert c.scores["verifier_path"] == pytest.approx(math.exp(-0.1))  # read though its check was not
     read = len(backend.encode(prompt)) + len(backend.encode(continuation))  # no prefix cache: all of it computed
     read += len(backend.encode("q\n" + right + "<|endoftext|>Again.\n")) + len(backend.encode("174\nanswer"))
-    plain = dataclasses.replace(config, check_answer_score=False)
-    [[checked, *_]] = make_unified_verifier(ContinuationBackend([check], "174\n"), plain).score(
+    plain = dataclasses.replace(config, verify_form="check", check_answer_score=False)
+    [[checked, *_]] = make_verifier(ContinuationBackend([check], "174\n"), plain).score(
         ["q"], ["q\n"], [[right]]
     )
     assert a.tokens == checked.tokens + read  # the answer read counts as verifier compute
@@ -264,12 +266,12 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
 
 def test_path_verifier_reads_the_path_alone_without_a_re_solve():
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers import make_unified_verifier
-    from tts_engine.verifiers.unified import PathVerifier
+    from tts_engine.verifiers import make_verifier
+    from tts_engine.verifiers.checking import PathVerifier
 
     config = resolving_config(check_resolve=False)
     backend = ContinuationBackend([], favoured="1+2=3\nanswer")  # no text to generate: a generate call would fail
-    verifier = make_unified_verifier(backend, config)
+    verifier = make_verifier(backend, config)
     assert isinstance(verifier, PathVerifier) and verifier.headline_kind == "verifier_path"
     [[right, wrong, unanswered]] = verifier.score(["q"], ["q\n"], [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}", "1+2="]])
     assert right.scores == {"verifier_path": pytest.approx(math.exp(-0.1))} and right.status == "ok"
@@ -283,12 +285,12 @@ def test_path_verifier_reads_the_path_alone_without_a_re_solve():
 
 
 def test_path_step_scorer_reads_each_new_step_once():
-    from tts_engine.verifiers import make_unified_verifier
-    from tts_engine.verifiers.prm import PathStepScorer
+    from tts_engine.verifiers import make_verifier
+    from tts_engine.verifiers.checking import PathStepScorer
 
     check = "28*4=112\nanswer 112 vs 112 +\nverdict:Yes"
     backend = ContinuationBackend([check], favoured=("112-18=94\n", "answer"))  # "answer": the re-solve ends
-    scorer = PathStepScorer(make_unified_verifier(backend, resolving_config()), lambda p: p + "\n")
+    scorer = PathStepScorer(make_verifier(backend, resolving_config()), lambda p: p + "\n")
     [two] = scorer.score_batch(["q"], [["28*4=112", "112-18=94"]])
     one, two_steps = "q\n28*4=112<|endoftext|>Again.\n", "q\n28*4=112\n112-18=94<|endoftext|>Again.\n"
     # each step is read after the solution as it stood when that step was new
@@ -307,11 +309,11 @@ def test_path_step_scorer_reads_each_new_step_once():
 
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers import make_verifier
 
     config = PromptConfig(use_chat_template=False, verify_form="check", check_answer_score=True)
     with pytest.raises(ValueError, match="scores continuations"):
-        make_unified_verifier(FakeBackend([]), config)
+        make_verifier(FakeBackend([]), config)
 
 
 class ResolveBackend(ContinuationBackend):
@@ -334,24 +336,24 @@ class ResolveBackend(ContinuationBackend):
 
 
 def test_several_sampled_re_solves_average_the_answer_score():
-    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers import make_verifier
 
     config = resolving_config(check_temperature=1.0, check_samples=2)
     right_resolve = "28*4=112\n112-18=94\n94+80=174\nanswer 174 vs 174 +\nverdict:Yes"
     slip_resolve = "28*4=112\n112-18=93\n93+80=173\nanswer 174 vs 173 -\nverdict:No"
     favoured = {"94+80=": "174\n", "93+80=": "173\n"}
     backend = ResolveBackend([right_resolve, slip_resolve], favoured)
-    [[score]] = make_unified_verifier(backend, config).score(["q"], ["q\n"], [["\\boxed{174}"]])
+    [[score]] = make_verifier(backend, config).score(["q"], ["q\n"], [["\\boxed{174}"]])
     assert score.scores["verifier_answer"] == pytest.approx((math.exp(-0.1) + math.exp(-4.0)) / 2)
     [params] = backend.generate_params  # both re-solves sampled in one call
     assert (params.n, params.temperature) == (2, 1.0)
     assert score.text == right_resolve  # the first re-solve is the one kept
 
     single = dataclasses.replace(config, check_samples=1)
-    [[first]] = make_unified_verifier(ResolveBackend([right_resolve], favoured), single).score(
+    [[first]] = make_verifier(ResolveBackend([right_resolve], favoured), single).score(
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
-    [[second]] = make_unified_verifier(ResolveBackend([slip_resolve], favoured), single).score(
+    [[second]] = make_verifier(ResolveBackend([slip_resolve], favoured), single).score(
         ["q"], ["q\n"], [["\\boxed{174}"]]
     )
     prompt_tokens = len(backend.encode("q\n\\boxed{174}<|endoftext|>Again.\n"))

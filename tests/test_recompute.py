@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from tts_engine.verifiers.recompute import (
+from tts_engine.tasks.arith.recompute import (
     RECOMPUTE_REQUEST,
     RecomputeVerifier,
     restate,
@@ -103,9 +103,9 @@ def test_unreadable_samples_are_recorded_not_raised():
 
 
 def test_a_checkpoint_with_the_recompute_form_gets_this_verifier():
-    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers import make_verifier
 
-    assert isinstance(make_unified_verifier(TokenBackend(), config()), RecomputeVerifier)
+    assert isinstance(make_verifier(TokenBackend(), config()), RecomputeVerifier)
 
     class NoContinuations:
         name = "bare"
@@ -117,7 +117,7 @@ def test_a_checkpoint_with_the_recompute_form_gets_this_verifier():
 
 
 def test_the_step_scorer_reads_each_new_step_after_the_earlier_ones():
-    from tts_engine.verifiers.prm import RecomputeStepScorer
+    from tts_engine.tasks.arith.recompute import RecomputeStepScorer
 
     backend = TokenBackend()
     scorer = RecomputeStepScorer(RecomputeVerifier(backend, config()), lambda p: p + "\n")
@@ -173,7 +173,7 @@ def test_a_line_whose_length_is_off_is_judged_at_its_first_difference_then_skipp
 
 def test_planted_errors_are_all_caught_by_the_targets():
     from tts_engine.training.recompute import planted_solution
-    from tts_engine.training.task import make_problem_set
+    from tts_engine.tasks.arith.generator import make_problem_set
 
     rng = random.Random(0)
     for problem in make_problem_set(seed=11, per_level=4):

@@ -9,7 +9,7 @@ from tts_engine.steps import split_steps
 from tts_engine.tiny import build_char_tokenizer
 from tts_engine.training.joint import check_targets, role_weights
 from tts_engine.training.rederive import apply, plant_error, problem_steps, rederive, resolve
-from tts_engine.training.task import make_problem
+from tts_engine.tasks.arith.generator import make_problem
 from tts_engine.verifiers.process import parse_verification
 
 PROBLEM = "Compute left to right: 28*4-18+80."
@@ -183,7 +183,7 @@ def test_joint_trainer_runs_serves_its_form_and_resumes(tmp_path, form):
     assert 0 <= records[-1]["check_balanced"] <= 1
     served = PromptConfig.load(tmp_path / "joint")
     if form == "resolve":
-        assert served.verify_form == "check" and served.check_suffix == RESOLVE_SUFFIX
+        assert served.verify_form == "resolve" and served.check_suffix == RESOLVE_SUFFIX
     else:
         assert served.verify_form == "yes_no"
     train_joint(replace(config, steps=3), progress=False, log=lambda _: None)  # resumes at step 2

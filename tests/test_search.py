@@ -10,9 +10,10 @@ from tts_engine.models import ASSETS
 from tts_engine.problems import Problem
 from tts_engine.results import read_results
 from tts_engine.sampling import row_seed
-from tts_engine.search import SEARCH_STRATEGIES, SearchConfig, solve_search
+from tts_engine.search import SEARCH_STRATEGIES, SearchConfig
 from tts_engine.search.strategies import beam_groups, dvts_groups
-from tts_engine.verifiers.prm import StepScores, UnifiedStepScorer
+from tts_engine.verifiers.base import StepScores
+from tts_engine.verifiers.unified import UnifiedStepScorer
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Problem {i}.", reference="1") for i in range(3)]
 DELIM = "\n\n"
@@ -84,6 +85,13 @@ def scripted(engine):
     engine.backend = backend
     yield backend
     engine.backend = original
+
+
+def solve_search(engine, problems, strategy="beam", config=None, *, scorer=None, temperature=0.8, **kwargs):
+    """beam / dvts through the one entry point, `Engine.solve`."""
+    return engine.solve(
+        problems, strategy=strategy, search=config, step_scorer=scorer, temperature=temperature, **kwargs
+    )
 
 
 def run(engine, strategy, n=8, scorer=None, **config):
@@ -313,13 +321,12 @@ def test_step_aggregation_defaults_to_the_scorers_own():
 
 
 def test_search_refuses_the_path_read_alone_with_a_clear_error(resolving_checkpoint):
-    from tts_engine.search import step_scorer_for
 
     engine = Engine(
         resolving_checkpoint, check_options={"check_resolve": False}
     )  # reads verifier_path only: no step scores
     with pytest.raises(ValueError, match="drop --check-option check_resolve=false"):
-        step_scorer_for(engine, "\n")
+        engine.step_scorer("\n")
 
 
 def test_shipped_tango_pair_with_the_process_verifier():

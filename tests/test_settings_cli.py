@@ -110,7 +110,6 @@ def test_bench_lists_the_same_engine_options_as_solve():
     engine = {
         "--model",
         "--backend",
-        "--verifier",
         "--verifier-kind",
         "--verifier-model",
         "--process-aggregation",
@@ -160,11 +159,11 @@ def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_p
     assert "--budgets" in _one_line_error(["solve", "--strategy", "adaptive-length", "--budgets", "512,256"])
     assert "--n: n must be an integer >= 1" in _one_line_error(["solve", "--n", "0"])
     assert "--num-subsets" in _one_line_error(
-        ["curve", str(malformed_problems), "--out", str(tmp_path), "--subsets", "0"]
+        ["curve", str(malformed_problems), "--out-dir", str(tmp_path), "--subsets", "0"]
     )
-    assert "--top-p" in _one_line_error(["bench", "--out", str(tmp_path / "b"), "--top-p", "2"])
+    assert "--top-p" in _one_line_error(["bench", "--out-dir", str(tmp_path / "b"), "--top-p", "2"])
     assert "problems.jsonl:2" in _one_line_error(
-        ["bench", "--out", str(tmp_path / "b"), "--problems", str(malformed_problems)]
+        ["bench", "--out-dir", str(tmp_path / "b"), "--problems", str(malformed_problems)]
     )
     assert "not a results file" in _one_line_error(
         ["merge", str(malformed_problems), "--out", str(tmp_path / "m.jsonl")]
@@ -173,6 +172,6 @@ def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_p
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed: no error to show")
 def test_missing_vllm_is_one_line(tmp_path):
-    line = _one_line_error(["bench", "--backend", "vllm", "--out", str(tmp_path / "b"), "--limit", "1"])
+    line = _one_line_error(["bench", "--backend", "vllm", "--out-dir", str(tmp_path / "b"), "--limit", "1"])
     assert "needs vLLM" in line
     assert "needs vLLM" in _one_line_error(["solve", "--backend", "vllm", "--limit", "1"])

@@ -123,7 +123,7 @@ def test_the_table_reads_a_recompute_verifier_as_a_process_verifier():
     from tts_engine.eval.process_eval import RecomputeAsProcess
     from tts_engine.models import DEFAULT_MODEL
     from tts_engine.prompts import PromptConfig, build_prompt
-    from tts_engine.verifiers.recompute import RecomputeVerifier
+    from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
     config = PromptConfig.load(DEFAULT_MODEL)
     verifier = RecomputeAsProcess(RecomputeVerifier(HFBackend(str(DEFAULT_MODEL), device="cpu"), config))

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from tts_engine.eval.cli import curve
 from tts_engine.problems import Problem, load_problems
 from tts_engine.training.evaluate import evaluate, to_markdown
-from tts_engine.training.task import bundled_problems_path, first_per_level
+from tts_engine.tasks.arith.generator import bundled_problems_path, first_per_level
 
 
 def test_evaluate_reports_the_curve_numbers(tiny_model_dir, tmp_path):

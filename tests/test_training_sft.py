@@ -6,7 +6,7 @@ from tts_engine.prompts import PromptConfig, build_prompt
 from tts_engine.tiny import TinyModelConfig
 from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.sft import SFTConfig, sft_loss, train_sft
-from tts_engine.training.task import ProblemStream
+from tts_engine.tasks.arith.generator import ProblemStream
 
 MICRO = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=256)
 

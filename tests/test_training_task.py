@@ -6,7 +6,7 @@ import pytest
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_key, solution_reward
 from tts_engine.training.grading import reward
-from tts_engine.training.task import (
+from tts_engine.tasks.arith.generator import (
     EVAL_PER_LEVEL,
     EVAL_SEED,
     LEVELS,

@@ -17,7 +17,7 @@ TRAINING_CONFIG = "training_config.json"
 
 def task_prompt_config() -> PromptConfig:
     """Prompts of the arithmetic task: the plain template, no chat template (the tiny model has none)."""
-    return PromptConfig(template="{problem}\n", use_chat_template=False)
+    return PromptConfig(template="{problem}\n", use_chat_template=False, step_delimiter="\n")
 
 
 def new_model(config: TinyModelConfig):

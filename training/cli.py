@@ -13,7 +13,7 @@ import click
 from tts_engine.settings import Command, Group, build, config_option, options
 
 OLD_FLAGS = {"out_dir": ("--out",), "init_dir": ("--init",)}
-"""Option names the first trainers used, kept working for every trainer."""
+"""Option names the first trainers used: deprecated, kept working (with a warning) for every trainer."""
 
 
 @click.group(cls=Group)
@@ -26,7 +26,7 @@ def trainer_command(name: str, config_cls: type, run: Callable, help: str) -> cl
 
     @train.command(name, cls=Command, help=help)
     @config_option
-    @options(config_cls, flags=OLD_FLAGS)
+    @options(config_cls, deprecated=OLD_FLAGS)
     @click.option("--quiet", is_flag=True, help="No progress bar.")
     def command(config_file, quiet, **settings):
         config = build(config_cls, settings, config_file=config_file)
@@ -147,7 +147,7 @@ def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
 
     from .evaluate import evaluate as run
     from .evaluate import save_report, to_markdown
-    from .task import bundled_problems_path, first_per_level
+    from tts_engine.tasks.arith.generator import bundled_problems_path, first_per_level
 
     problems = load_problems(problems_path or bundled_problems_path())
     if per_level is not None:
@@ -164,7 +164,7 @@ def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
 @click.option("--per-level", type=int, default=None, help="Problems per level.")
 def make_problems(out, seed, per_level) -> None:
     """Write the arithmetic task's evaluation set (the bundled one by default)."""
-    from .task import EVAL_PER_LEVEL, EVAL_SEED, bundled_problems_path, write_problem_set
+    from tts_engine.tasks.arith.generator import EVAL_PER_LEVEL, EVAL_SEED, bundled_problems_path, write_problem_set
 
     click.echo(
         write_problem_set(

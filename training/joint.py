@@ -36,7 +36,7 @@ from .config import TrainConfig
 from .monitor import dev_pass_at_1
 from .rederive import VERDICT_PREFIX, Check, plant_error, rederive, resolve
 from .sft import sft_loss
-from .task import ProblemStream, held_out_texts
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
 """After the solution: its end token (the solution is over), then the request to check it."""
@@ -216,11 +216,11 @@ def dev_check_accuracy(
     """Served check on fresh dev samples (of `sampler`, default the checker itself): verdict accuracy on right and
     wrong solutions (greedy check)."""
     from tts_engine.answers.rewards import solution_reward
-    from tts_engine.verifiers import make_unified_verifier
+    from tts_engine.verifiers import make_verifier
 
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     rows = (sampler or backend).generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=seed))
-    scores = make_unified_verifier(backend, prompt_config).score(
+    scores = make_verifier(backend, prompt_config).score(
         [p.problem for p in problems], prompts, [[s.text for s in row] for row in rows]
     )
     right, wrong = [], []
@@ -240,7 +240,7 @@ def dev_check_accuracy(
 def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
     from .monitor import DEV_SEED
-    from .task import make_problem_set
+    from tts_engine.tasks.arith.generator import make_problem_set
 
     torch.set_num_threads(config.threads)
     out = Path(config.out_dir)

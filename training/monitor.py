@@ -7,7 +7,7 @@ from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 
-from .task import LEVELS, make_problem_set
+from tts_engine.tasks.arith.generator import LEVELS, make_problem_set
 
 DEV_SEED = 777
 

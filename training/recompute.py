@@ -2,7 +2,7 @@
 
 Every step has two losses on one model (RL^V's unified reasoner-verifier, with a generative verifier):
 - generation: next-token loss on reference solutions (keeps pass@1 where the starting checkpoint had it);
-- checking: the check of `tts_engine.verifiers.recompute` read teacher-forced, for the model's own fresh samples
+- checking: the check of `tts_engine.tasks.arith.recompute` read teacher-forced, for the model's own fresh samples
   (the errors it really makes), for reference solutions and for solutions with a planted error. The input is the
   solution's transcript as written; the target at every position is what a checker that recomputes each step
   would write there (`check_targets`): the value carried from the line before, the problem's operation and
@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 
 from tts_engine.backends.hf import HFBackend
-from tts_engine.chain import apply, problem_steps
+from tts_engine.tasks.arith.chain import apply, problem_steps
 from tts_engine.prompts import PromptConfig, build_prompt
-from tts_engine.verifiers.recompute import (
+from tts_engine.tasks.arith.recompute import (
     ANSWER_WORD,
     Transcript,
     check_query,
@@ -40,7 +40,7 @@ from .joint import own_samples
 from .monitor import dev_pass_at_1
 from .rederive import plant_error, wrong_value
 from .sft import sft_loss
-from .task import ProblemStream, held_out_texts
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 IGNORE = None
 """A target position the loss skips (after a line's structure stops matching what a checker would write)."""
@@ -221,7 +221,7 @@ def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, 
     scored >= .5, share of wrong ones scored < .5."""
     from tts_engine.answers.rewards import solution_reward
     from tts_engine.params import SamplingParams
-    from tts_engine.verifiers.recompute import RecomputeVerifier
+    from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
     backend = HFBackend(model, tokenizer, device="cpu")
     verifier = RecomputeVerifier(backend, prompt_config)
@@ -252,7 +252,7 @@ def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, 
 def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
     from .monitor import DEV_SEED
-    from .task import make_problem_set
+    from tts_engine.tasks.arith.generator import make_problem_set
 
     torch.set_num_threads(config.threads)
     out = Path(config.out_dir)

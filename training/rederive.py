@@ -29,7 +29,7 @@ import random
 import re
 from dataclasses import dataclass, replace
 
-from tts_engine.chain import apply, problem_steps
+from tts_engine.tasks.arith.chain import apply, problem_steps
 
 LINE_RESULT = re.compile(r"=\s*(\d+)\s*$")
 BOXED_LINE = re.compile(r"^\\boxed\{(\d+)\}$")

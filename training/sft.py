@@ -16,7 +16,7 @@ from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
 from .config import TrainConfig
 from .monitor import dev_pass_at_1
-from .task import ProblemStream, held_out_texts
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 
 @dataclass

@@ -45,7 +45,7 @@ from .joint import check_targets, role_weights
 from .rederive import with_verdict
 from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
 from .tango_rederive import REDERIVE_SUFFIX, VERIFIER_FORMS, recomputed_checks
-from .task import ProblemStream, held_out_texts
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
 

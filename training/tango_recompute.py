@@ -1,6 +1,6 @@
 """Tango with a verifier that recomputes each step units digit first (`tts train tango --verifier-form recompute`).
 
-The verifier is the recompute verifier of the default model (`tts_engine.verifiers.recompute`) on its own
+The verifier is the recompute verifier of the default model (`tts_engine.tasks.arith.recompute`) on its own
 checkpoint: after the problem restated units digit first it reads the solution's transcript, and each step's mark
 is whether it would write that step's line itself. Sampled, a verification writes every line of the transcript
 after the solution's own earlier lines (`# (lines, V)` samples per solution); a mark is "+" when the sampled line
@@ -24,7 +24,7 @@ import torch
 from tts_engine.params import SamplingParams
 from tts_engine.steps import split_steps
 from tts_engine.verifiers.process import ParsedVerification
-from tts_engine.verifiers.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
+from tts_engine.tasks.arith.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
 
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs

@@ -24,7 +24,7 @@ from . import checkpoint as ckpt
 from .config import TrainConfig
 from .rlv import verification_examples, verification_loss
 from .tango_rewards import balanced_pick
-from .task import ProblemStream, held_out_texts
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 
 @dataclass

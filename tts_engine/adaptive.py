@@ -20,17 +20,15 @@ import hashlib
 import logging
 import time
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .aggregate import STRATEGIES
+from .aggregate import aggregation_keys
 from .backends.base import PromptTooLongError, Sample
-from .engine import ROWS_PER_CHUNK, headline_kind
+from .engine import headline_kind
 from .params import SamplingParams
 from .problems import Problem
-from .results import ResultsWriter
+from .run import register_strategy
 from .settings import setting
 
 log = logging.getLogger(__name__)
@@ -75,9 +73,8 @@ def check_waves(wave: int, min_n: int, max_n: int) -> None:
 
 
 def strategy_keys(engine) -> list[str]:
-    """Every strategy key the engine's records carry (the choices of `confidence_from`)."""
-    kinds = ["likelihood"] + (list(engine.verifier.kinds) if engine.verifier is not None else [])
-    return ["majority"] + [f"{s}:{kind}" for kind in kinds for s in STRATEGIES if s != "majority"]
+    """Every vote key the engine's records carry (the choices of `confidence_from`)."""
+    return aggregation_keys(["likelihood"] + (list(engine.verifier.kinds) if engine.verifier is not None else []))
 
 
 def confidence_key(engine, confidence_from: str | None) -> str:
@@ -157,32 +154,6 @@ class AdaptiveConfig:
 DEFAULT_TAU = {"adaptive-length": 0.6, "adaptive-n": 0.8}
 
 
-def solve_adaptive(
-    engine, problems: Sequence[Problem], strategy: str, config: AdaptiveConfig, *, n: int, max_new_tokens: int, **common
-) -> list[dict[str, Any]]:
-    """Run one adaptive strategy with its settings (`common`: temperature, top_p, seed, out, progress)."""
-    if strategy not in ADAPTIVE_STRATEGIES:
-        raise ValueError(f"strategy must be one of {ADAPTIVE_STRATEGIES}, got {strategy!r}")
-    confidence_key(engine, config.confidence_from)  # a bad key fails before any generation
-    shared = dict(
-        tau=config.tau_for(strategy),
-        confidence_from=config.confidence_from,
-        confidence_over=config.confidence_over,
-        **common,
-    )
-    if strategy == "adaptive-length":
-        return solve_adaptive_length(engine, problems, n=n, budgets=config.budgets, **shared)
-    return solve_adaptive_n(
-        engine,
-        problems,
-        wave=config.wave,
-        min_n=config.min_n,
-        max_n=config.max_n,
-        max_new_tokens=max_new_tokens,
-        **shared,
-    )
-
-
 @dataclass(frozen=True)
 class _Rule:
     """When a problem is confident enough to stop."""
@@ -193,6 +164,15 @@ class _Rule:
 
     def block(self) -> dict[str, Any]:
         return {"confidence_from": self.key, "confidence_over": self.over, "tau": self.tau}
+
+
+def _rule(engine, config: AdaptiveConfig, strategy: str) -> _Rule:
+    """When a problem of `strategy` stops; a bad confidence key fails before any generation."""
+    return _Rule(confidence_key(engine, config.confidence_from), config.tau_for(strategy), config.confidence_over)
+
+
+def _cached(verifier):
+    return _CachedVerifier(verifier) if verifier is not None else None
 
 
 def derive_seed(seed: int | None, stream: str, index: int, rank: int = 0) -> int | None:
@@ -306,50 +286,7 @@ def _generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> li
     return [None] * len(prompts)
 
 
-# --- the shared run machinery ------------------------------------------------------------------------------
-class _Run:
-    """Resume from, write to and order the records of one run (like Engine.solve)."""
-
-    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, strategy: str):
-        from tqdm.auto import tqdm
-
-        self.writer = ResultsWriter(out) if out is not None else None
-        self.done = dict(self.writer.existing) if self.writer else {}
-        self.todo = [p for p in problems if p.id not in self.done]
-        if self.done:
-            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo), len(problems))
-            other = [i for i, r in self.done.items() if r.get("adaptive", {}).get("strategy") != strategy]
-            if other:
-                log.warning(
-                    "%s: %d records (e.g. %r) were not written by %s; they are kept as they are",
-                    out,
-                    len(other),
-                    other[0],
-                    strategy,
-                )
-        self.bar = tqdm(
-            total=len(problems),
-            initial=len(problems) - len(self.todo),
-            desc=strategy,
-            unit="problem",
-            disable=not progress,
-        )
-
-    def finish(self, record: dict[str, Any]) -> None:
-        self.done[record["id"]] = record
-        if self.writer:
-            self.writer.write(record)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-        if self.writer:
-            self.writer.close()
-
-    def records(self, problems: Sequence[Problem]) -> list[dict[str, Any]]:
-        return [self.done[p.id] for p in problems if p.id in self.done]
-
-
+# --- what the rounds share -------------------------------------------------------------------------------
 class _CachedVerifier:
     """The engine's verifier, scoring each (problem, prompt, solution) once across rounds: a score kept from an
     earlier round comes back as a copy that computed nothing (tokens 0), so summing the rounds' verifier tokens
@@ -378,18 +315,6 @@ class _CachedVerifier:
     def _take(self, fresh: dict, key: tuple[str, str, str]):
         """The score computed now (once), else the kept one as a copy that computed nothing."""
         return fresh.pop(key) if key in fresh else replace(self.cache[key], tokens=0)
-
-
-@contextmanager
-def _verifier_cache(engine) -> Iterator[None]:
-    """Unchanged samples keep their verifier scores between rounds instead of being scored again."""
-    original = engine.verifier
-    if original is not None:
-        engine.verifier = _CachedVerifier(original)
-    try:
-        yield
-    finally:
-        engine.verifier = original
 
 
 @dataclass
@@ -422,11 +347,6 @@ class _Clock:
         self.last = now
 
 
-def _chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _generate(engine, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
     try:
         return engine.backend.generate(prompts, params)  # (P, n)
@@ -434,54 +354,31 @@ def _generate(engine, problems: Sequence[Problem], prompts: Sequence[str], param
         raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
 
 
-def _run_block(engine, params: SamplingParams, settings: dict[str, Any]) -> dict[str, Any]:
-    return {**engine.run_info(params), "adaptive": settings}
-
-
 # --- adaptive length ---------------------------------------------------------------------------------------
-def solve_adaptive_length(
-    engine,
-    problems: Sequence[Problem],
-    *,
-    n: int = 8,
-    budgets: Sequence[int] = (256, 512, 1024, 2048),
-    tau: float = 0.6,
-    confidence_from: str | None = None,
-    confidence_over: str = "answered",
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    seed: int | None = 0,
-    out: str | Path | None = None,
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget.
+@register_strategy(
+    "adaptive-length",
+    config_type=AdaptiveConfig,
+    summary="Continue the cut samples of unconfident problems budget by budget.",
+)
+class AdaptiveLengthPlan:
+    """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget."""
 
-    Returns records in input order (problems already in `out` are read back, not generated)."""
-    budgets = check_budgets(budgets)
-    rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
-    params = SamplingParams(
-        n=n,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=budgets[0],
-        seed=seed,
-        stop=list(engine.prompt_config.stop),
-    )
-    settings = {"strategy": "adaptive-length", "budgets": budgets, **rule.block()}
-    run_block = _run_block(engine, replace(params, max_new_tokens=budgets[-1]), settings)
-    run = _Run(problems, out, progress, "adaptive-length")
-    try:
-        with _verifier_cache(engine):
-            for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // n)):
-                for record in _length_rounds(engine, chunk, params, budgets, rule):
-                    record["run"] = run_block
-                    run.finish(record)
-    finally:
-        run.close()
-    return run.records(problems)
+    name = "adaptive-length"
+
+    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
+        self.engine, self.budgets = engine, config.budgets
+        self.rule = _rule(engine, config, self.name)
+        self.params = replace(params, max_new_tokens=self.budgets[0])
+        self.rows_per_problem = params.n
+        settings = {"strategy": self.name, "budgets": self.budgets, **self.rule.block()}
+        self.run_block = {**engine.run_info(replace(params, max_new_tokens=self.budgets[-1])), "adaptive": settings}
+        self.verifier = _cached(engine.verifier)
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+        yield from _length_rounds(self.engine, problems, self.params, self.budgets, self.rule, self.verifier)
 
 
-def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[dict[str, Any]]:
+def _length_rounds(engine, problems, params, budgets, rule: _Rule, verifier) -> Iterator[dict[str, Any]]:
     """Rounds over one chunk of problems; yields each record as its problem finishes."""
     clock, prompts = _Clock(), engine.prompts(problems)
     samples = _generate(engine, problems, prompts, params)  # (P, N)
@@ -500,7 +397,11 @@ def _length_rounds(engine, problems, params, budgets, rule: _Rule) -> Iterator[d
             for i, row in zip(open_rows, continued):
                 samples[i] = row
         records = engine.score_samples(
-            [problems[i] for i in open_rows], [prompts[i] for i in open_rows], [samples[i] for i in open_rows], params
+            [problems[i] for i in open_rows],
+            [prompts[i] for i in open_rows],
+            [samples[i] for i in open_rows],
+            params,
+            verifier=verifier,
         )
         clock.charge(tracks, open_rows)
         still_open = []
@@ -543,51 +444,34 @@ def _length_stop(
 
 
 # --- adaptive N --------------------------------------------------------------------------------------------
-def solve_adaptive_n(
-    engine,
-    problems: Sequence[Problem],
-    *,
-    wave: int = 4,
-    max_n: int = 64,
-    min_n: int = 4,
-    tau: float = 0.8,
-    confidence_from: str | None = None,
-    confidence_over: str = "answered",
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    max_new_tokens: int = 256,
-    seed: int | None = 0,
-    out: str | Path | None = None,
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n.
+@register_strategy(
+    "adaptive-n", config_type=AdaptiveConfig, summary="Sample in waves until the vote is confident, up to max_n."
+)
+class AdaptiveNPlan:
+    """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""
 
-    Returns records in input order (problems already in `out` are read back, not generated)."""
-    check_waves(wave, min_n, max_n)
-    rule = _Rule(confidence_key(engine, confidence_from), check_tau(tau), check_confidence_over(confidence_over))
-    params = SamplingParams(
-        n=max_n,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
-        stop=list(engine.prompt_config.stop),
-    )
-    settings = {"strategy": "adaptive-n", "wave": wave, "min_n": min_n, "max_n": max_n, **rule.block()}
-    run_block = _run_block(engine, params, settings)
-    run = _Run(problems, out, progress, "adaptive-n")
-    try:
-        with _verifier_cache(engine):
-            for chunk in _chunks(run.todo, max(1, ROWS_PER_CHUNK // wave)):
-                for record in _waves(engine, chunk, params, wave, min_n, rule):
-                    record["run"] = run_block
-                    run.finish(record)
-    finally:
-        run.close()
-    return run.records(problems)
+    name = "adaptive-n"
+
+    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
+        self.engine, self.wave, self.min_n = engine, config.wave, config.min_n
+        self.rule = _rule(engine, config, self.name)
+        self.params = replace(params, n=config.max_n)
+        self.rows_per_problem = config.wave
+        settings = {
+            "strategy": self.name,
+            "wave": config.wave,
+            "min_n": config.min_n,
+            "max_n": config.max_n,
+            **self.rule.block(),
+        }
+        self.run_block = {**engine.run_info(self.params), "adaptive": settings}
+        self.verifier = _cached(engine.verifier)
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+        yield from _waves(self.engine, problems, self.params, self.wave, self.min_n, self.rule, self.verifier)
 
 
-def _waves(engine, problems, params, wave, min_n, rule: _Rule) -> Iterator[dict[str, Any]]:
+def _waves(engine, problems, params, wave, min_n, rule: _Rule, verifier) -> Iterator[dict[str, Any]]:
     """Waves over one chunk of problems; yields each record as its problem finishes."""
     max_n = params.n
     clock, prompts = _Clock(), engine.prompts(problems)
@@ -602,7 +486,11 @@ def _waves(engine, problems, params, wave, min_n, rule: _Rule) -> Iterator[dict[
         for i, row in zip(open_rows, new):
             samples[i].extend(row)
         records = engine.score_samples(
-            [problems[i] for i in open_rows], [prompts[i] for i in open_rows], [samples[i] for i in open_rows], params
+            [problems[i] for i in open_rows],
+            [prompts[i] for i in open_rows],
+            [samples[i] for i in open_rows],
+            params,
+            verifier=verifier,
         )
         clock.charge(tracks, open_rows)
         wave_index += 1

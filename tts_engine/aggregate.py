@@ -79,7 +79,15 @@ def _require(scores, class_ids) -> Sequence[float]:
     return scores
 
 
-STRATEGIES: dict[str, Callable] = {"majority": _majority, "weighted": _weighted, "best_of_n": _best_of_n}
+AGGREGATIONS: dict[str, Callable] = {"majority": _majority, "weighted": _weighted, "best_of_n": _best_of_n}
+"""The aggregation rules by name ("strategy" names a run mode: fixed, adaptive-n, beam, ...)."""
+STRATEGIES = AGGREGATIONS  # deprecated alias, kept for one release
+
+
+def aggregation_keys(score_kinds: Sequence[str]) -> list[str]:
+    """Every vote a record carries: `majority`, then `weighted:<kind>` and `best_of_n:<kind>` for each score kind
+    (the keys of a results line's "strategies"; the one place they are built)."""
+    return ["majority"] + [f"{rule}:{kind}" for kind in score_kinds for rule in AGGREGATIONS if rule != "majority"]
 """Every strategy: (class ids, scores or None) -> (winning class, per-class totals, per-class counts)."""
 
 
@@ -90,9 +98,9 @@ def vote_classes(
     answers: Sequence[str | None] | None = None,
 ) -> Vote:
     """Aggregate samples already grouped into classes (ids numbered from 0; -1 = no answer)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
-    winner, totals, counts = STRATEGIES[strategy](class_ids, scores)
+    if strategy not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}, got {strategy!r}")
+    winner, totals, counts = AGGREGATIONS[strategy](class_ids, scores)
     total = sum(totals)
     answer = None
     if winner != NO_ANSWER and answers is not None:

@@ -73,14 +73,13 @@ def solve(problems, **settings):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .models import default_problems_path
     from .problems import load_problems
+    from .run import strategy_entry
     from .summary import format_summary, summarize
 
     run = build(SolveOptions, settings)
     params = build(SamplingParams, settings, defaults={"n": 16})
-    adaptive = build(AdaptiveConfig, settings) if run.strategy.startswith("adaptive") else None
-    search = build(SearchConfig, settings) if run.strategy in ("beam", "dvts") else None
-    if search is not None:
-        search.check_n(params.n, run.strategy)
+    config_type = strategy_entry(run.strategy).config_type
+    config = build(config_type, settings) if config_type is not None else None
     problems_path = problems or default_problems_path()
     items = load_problems(problems_path, limit=run.limit)
     if run.shard:
@@ -93,48 +92,24 @@ def solve(problems, **settings):
         f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {engine_options.backend})",
         err=True,
     )
-    n_shown = adaptive.max_n if run.strategy == "adaptive-n" else params.n
+    n_shown = config.max_n if run.strategy == "adaptive-n" else params.n
     click.echo(f"problems: {problems_path} ({len(items)}), n={n_shown}", err=True)
-    common = dict(
-        temperature=params.temperature, top_p=params.top_p, seed=params.seed, out=run.out, progress=not run.quiet
+    records = engine.solve(
+        items,
+        strategy=run.strategy,
+        n=params.n,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        max_new_tokens=params.max_new_tokens,
+        seed=params.seed,
+        out=run.out,
+        progress=not run.quiet,
+        config=config,
     )
-    if search is not None:
-        records = _solve_search(engine, engine_options, items, run.strategy, search, params, common)
-    elif adaptive is None:
-        records = engine.solve(items, n=params.n, max_new_tokens=params.max_new_tokens, **common)
-    else:
-        from .adaptive import format_adaptive_summary, solve_adaptive
+    if isinstance(config, AdaptiveConfig):
+        from .adaptive import format_adaptive_summary
 
-        records = solve_adaptive(
-            engine, items, run.strategy, adaptive, n=params.n, max_new_tokens=params.max_new_tokens, **common
-        )
         click.echo(format_adaptive_summary(records))
     click.echo(format_summary(summarize(records)))
     if run.out:
         click.echo(f"results: {run.out}", err=True)
-
-
-def _solve_search(
-    engine,
-    engine_options: EngineOptions,
-    items,
-    strategy: str,
-    search: SearchConfig,
-    params: SamplingParams,
-    common: dict,
-):
-    """Beam search or DVTS, scored by the engine's own verifier or by a PRM checkpoint (--verifier-kind prm)."""
-    from .search.runner import default_delimiter, solve_search, step_scorer_for
-
-    scorer = None
-    if engine_options.verifier == "prm":
-        scorer = step_scorer_for(
-            engine,
-            search.step_delimiter or default_delimiter(engine),
-            verifier_kind="prm",
-            verifier_model=engine_options.verifier_model,
-            prm_format=search.prm_format,
-        )
-    return solve_search(
-        engine, items, strategy, search, n=params.n, max_new_tokens=params.max_new_tokens, scorer=scorer, **common
-    )

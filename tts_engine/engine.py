@@ -5,22 +5,19 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
-from .aggregate import STRATEGIES, vote_classes
+from .aggregate import aggregation_keys, vote_classes
 from .answers.grading import GRADERS
 from .backends.base import PromptTooLongError, Sample
 from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
-from .results import ResultsWriter
-from .verifiers import SCORE_NORMS, likelihood_score, make_unified_verifier, score_each_text_once
+from .verifiers import SCORE_NORMS, likelihood_score, make_verifier, score_each_text_once
 
 log = logging.getLogger(__name__)
 
 VERIFIERS = ("unified", "process", "prm", "none")
-ROWS_PER_CHUNK = 512
-"""Samples generated per engine step: results are written after each step (the backend batches inside)."""
 
 
 class Engine:
@@ -67,26 +64,48 @@ class Engine:
                 "verifier 'process' needs a process verifier checkpoint: pass verifier_model "
                 "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)"
             )
-        scorer = self.backend
-        if verifier_model is not None and verifier not in ("none", "prm"):
-            scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
+        if verifier == "prm" and verifier_model is None:
+            raise ValueError("verifier kind 'prm' needs a PRM checkpoint: pass verifier_model (--verifier-model PATH)")
+        self.verifier_kind, self.verifier_model = verifier, verifier_model
         self.verifier = None
-        if verifier == "unified":
+        if verifier in ("unified", "process"):
+            scorer = self.backend
+            if verifier_model is not None:
+                scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
             config = PromptConfig.load(verifier_model) if verifier_model is not None else self.prompt_config
-            self.verifier = make_unified_verifier(scorer, config.with_check_options(check_options or {}))
-        elif verifier == "process":
-            from .verifiers.process import ProcessVerifier
+            config = config.with_check_options(check_options or {})
+            if verifier == "process":
+                from .verifiers.process import ProcessVerifier
 
-            config = PromptConfig.load(verifier_model).with_check_options(check_options or {})
-            self.verifier = ProcessVerifier(
-                scorer, config, aggregation=process_aggregation, temperature=config.check_temperature
-            )
-        self.verifier_name = verifier if verifier != "process" else f"process:{process_aggregation}"
+                self.verifier = ProcessVerifier(
+                    scorer, config, aggregation=process_aggregation, temperature=config.check_temperature
+                )
+            else:
+                self.verifier = make_verifier(scorer, config)
+        self.verifier_name = (
+            f"process:{process_aggregation}" if verifier == "process" else self.verifier.name if self.verifier else verifier
+        )
 
     @property
     def headline_kind(self) -> str | None:
         """The verifier score the headline votes use (see `headline_kind`)."""
         return headline_kind(self.verifier, self.score_norm)
+
+    def step_scorer(self, delimiter: str, *, prm_format: str | None = None):
+        """What scores the steps of a search: the PRM checkpoint (verifier kind `prm`), else the engine's own
+        verifier's step scorer (each verifier declares its own)."""
+        if self.verifier_kind == "prm":
+            from .verifiers.prm import load_prm
+
+            device = str(getattr(self.backend, "device", "")) or None
+            return load_prm(self.verifier_model, prm_format, device=device)
+        if self.verifier is None:
+            raise ValueError(
+                "step-level search needs a step scorer: use the unified or process verifier, or "
+                "--verifier-kind prm --verifier-model PATH"
+            )
+        prompt_for = lambda text: build_prompt(self.prompt_config, text, self.backend)  # noqa: E731
+        return self.verifier.step_scorer(prompt_for, delimiter, self.score_norm)
 
     def prompts(self, problems: Sequence[Problem]) -> list[str]:
         """The exact generation prompt of each problem."""
@@ -96,6 +115,7 @@ class Engine:
         self,
         problems: Sequence[Problem],
         *,
+        strategy: str = "fixed",
         n: int = 16,
         temperature: float = 1.0,
         top_p: float = 1.0,
@@ -103,8 +123,22 @@ class Engine:
         seed: int | None = 0,
         out: str | Path | None = None,
         progress: bool = True,
+        config: Any = None,
+        adaptive: Any = None,
+        search: Any = None,
+        step_scorer: Any = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
     ) -> list[dict[str, Any]]:
-        """Solve every problem with N samples; results in input order, written to `out` as they finish."""
+        """Solve every problem with one strategy (`tts_engine.run.strategies()`: fixed, adaptive-length,
+        adaptive-n, beam, dvts, ...); records in input order, written to `out` as each problem finishes (a rerun
+        with the same `out` resumes).
+
+        `config` is the strategy's settings (its registered type; `adaptive=AdaptiveConfig(...)` and
+        `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
+        `on_record` sees each record as its problem finishes."""
+        from .run import run_plan, strategy_entry
+
+        entry = strategy_entry(strategy)
         params = SamplingParams(
             n=n,
             temperature=temperature,
@@ -113,33 +147,10 @@ class Engine:
             seed=seed,
             stop=list(self.prompt_config.stop),
         )
-        writer = ResultsWriter(out) if out is not None else None
-        done = dict(writer.existing) if writer else {}
-        todo = [p for p in problems if p.id not in done]
-        if writer and done:
-            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(todo), len(problems))
-        try:
-            for record in self._solve_chunks(todo, params, progress, total=len(problems), already=len(done)):
-                done[record["id"]] = record
-                if writer:
-                    writer.write(record)
-        finally:
-            if writer:
-                writer.close()
-        return [done[p.id] for p in problems if p.id in done]
-
-    def _solve_chunks(
-        self, problems: Sequence[Problem], params: SamplingParams, progress: bool, total: int, already: int
-    ) -> Iterable[dict[str, Any]]:
-        from tqdm.auto import tqdm
-
-        per_chunk = max(1, ROWS_PER_CHUNK // params.n)
-        bar = tqdm(total=total, initial=already, desc="solving", unit="problem", disable=not progress)
-        with bar:
-            for start in range(0, len(problems), per_chunk):
-                chunk = problems[start : start + per_chunk]
-                yield from self.solve_batch(chunk, params)
-                bar.update(len(chunk))
+        config = _strategy_config(entry, config=config, adaptive=adaptive, search=search)
+        extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
+        plan = entry.build(self, params, config, **extra)
+        return run_plan(plan, problems, out=out, progress=progress, on_record=on_record)
 
     def solve_batch(self, problems: Sequence[Problem], params: SamplingParams) -> list[dict[str, Any]]:
         """One engine step: generate, extract, group, grade, score, vote for a batch of problems."""
@@ -149,7 +160,7 @@ class Engine:
             samples = self.backend.generate(prompts, params)  # (P, N)
         except PromptTooLongError as err:
             raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
-        return self.score_samples(problems, prompts, samples, params, started)
+        return self.score_samples(problems, prompts, samples, params, started, verifier=self.verifier)
 
     def score_samples(
         self,
@@ -158,8 +169,11 @@ class Engine:
         samples: Sequence[Sequence[Sample]],
         params: SamplingParams,
         started: float | None = None,
+        *,
+        verifier: Any,
     ) -> list[dict[str, Any]]:
-        """Records for problems whose samples exist (also used by adaptive strategies)."""
+        """Records for problems whose samples exist, scored by `verifier` (the engine's, a strategy's wrapper of
+        it, or None for likelihood only); every strategy builds its records here."""
         from .answers import GradingReport, extract_answer, grade_answers_report, group_answers_batch
 
         started = time.perf_counter() if started is None else started
@@ -179,7 +193,7 @@ class Engine:
         )
         judged = set(report.judged_indices)
         verify_started = time.perf_counter()
-        verdicts = self._verify(problems, prompts, samples) if self.verifier else None
+        verdicts = _verify(verifier, problems, prompts, samples) if verifier is not None else None
         verify_elapsed = (time.perf_counter() - verify_started) / max(1, len(problems))
         elapsed = (time.perf_counter() - started) / max(1, len(problems))
         records, offset = [], 0
@@ -206,15 +220,6 @@ class Engine:
             record["verify_time_s"] = round(verify_elapsed, 4)
             records.append(record)
         return records
-
-    def _verify(self, problems, prompts, samples) -> list[list[Any]]:
-        """The verifier's score of every sample; each distinct text of a problem is scored once
-        (`score_each_text_once`). A verifier whose scores belong to samples rather than texts
-        (`scores_by_text = False`, e.g. a search's beams) scores every sample."""
-        questions, texts = [p.text for p in problems], [[s.text for s in row] for row in samples]
-        if not getattr(self.verifier, "scores_by_text", True):
-            return self.verifier.score(questions, prompts, texts)
-        return score_each_text_once(self.verifier, questions, prompts, texts)
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):
         sample_records = []
@@ -288,7 +293,32 @@ def headline_kind(verifier, score_norm: str) -> str | None:
     `verifier_<score_norm>`; None without a verifier."""
     if verifier is None:
         return None
-    return getattr(verifier, "headline_kind", None) or f"verifier_{score_norm}"
+    return verifier.headline_kind or f"verifier_{score_norm}"
+
+
+def _verify(verifier, problems, prompts, samples) -> list[list[Any]]:
+    """The verifier's score of every sample; each distinct text of a problem is scored once
+    (`score_each_text_once`). A verifier whose scores belong to samples rather than texts
+    (`scores_by_text = False`, e.g. a search's beams) scores every sample."""
+    questions, texts = [p.text for p in problems], [[s.text for s in row] for row in samples]
+    if not getattr(verifier, "scores_by_text", True):
+        return verifier.score(questions, prompts, texts)
+    return score_each_text_once(verifier, questions, prompts, texts)
+
+
+def _strategy_config(entry, **given: Any) -> Any:
+    """The settings object of the strategy `entry`: the one given of its type, else its defaults; a settings
+    object of another strategy's type is an error (it would be silently ignored)."""
+    mine = None
+    for name, value in given.items():
+        if value is None:
+            continue
+        if entry.config_type is None or not isinstance(value, entry.config_type):
+            raise ValueError(f"strategy {entry.name!r} takes no {name} settings, got {type(value).__name__}")
+        mine = value
+    if mine is None and entry.config_type is not None:
+        mine = entry.config_type()
+    return mine
 
 
 def _check_fields(verdict) -> dict[str, Any]:
@@ -307,11 +337,9 @@ def strategy_predictions(
     class_ids = [s["answer_class"] for s in sample_records]
     answers = [s["answer"] for s in sample_records]
     kinds = list(sample_records[0]["scores"]) if sample_records else []
-    plan = [("majority", "majority", None)] + [
-        (f"{strategy}:{kind}", strategy, kind) for kind in kinds for strategy in STRATEGIES if strategy != "majority"
-    ]
     predictions = {}
-    for key, strategy, kind in plan:
+    for key in aggregation_keys(kinds):
+        strategy, _, kind = key.partition(":")
         scores = [s["scores"][kind] for s in sample_records] if kind else None
         vote = vote_classes(strategy, class_ids, scores, answers)
         correct = None

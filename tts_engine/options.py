@@ -28,7 +28,7 @@ class EngineOptions:
     """Hugging Face checkpoint (directory; or a name for vllm/openai). Default: the embedded tiny reasoner-verifier."""
     backend: str = setting("hf", choices=BACKENDS)
     """Generation backend: hf (transformers), vllm (offline LLM on GPUs), openai (a compatible server)."""
-    verifier: str = setting("unified", flags=("--verifier-kind",), choices=VERIFIERS)
+    verifier: str = setting("unified", flag="--verifier-kind", deprecated=("--verifier",), choices=VERIFIERS)
     """unified: the model itself asked 'Is this solution correct?' (score P(Yes)); process: a generative verifier
     judging every step (needs --verifier-model); prm: a discriminative process reward model scoring the steps of
     a search (--strategy beam|dvts, needs --verifier-model); none: likelihood only."""
@@ -65,10 +65,10 @@ class EngineOptions:
 class SolveOptions:
     """What `tts solve` runs over and where it writes."""
 
-    strategy: str = setting("fixed", choices=("fixed", "adaptive-length", "adaptive-n", "beam", "dvts"))
-    """fixed: N samples of --max-new-tokens each; adaptive-length: continue the cut samples of unconfident
-    problems budget by budget; adaptive-n: sample in waves until confident; beam / dvts: step-level search
-    scored by a process verifier, the unified verifier or a PRM (--verifier-kind prm)."""
+    strategy: str = "fixed"
+    """A registered strategy (`tts_engine.run`): fixed: N samples of --max-new-tokens each; adaptive-length:
+    continue the cut samples of unconfident problems budget by budget; adaptive-n: sample in waves until
+    confident; beam / dvts: step-level search scored by the verifier's step scorer or a PRM (--verifier-kind prm)."""
     limit: int | None = None
     """Only the first LIMIT problems."""
     shard: str | None = None
@@ -79,5 +79,8 @@ class SolveOptions:
     """No progress bar."""
 
     def __post_init__(self) -> None:
+        from .run import strategy_entry
+
+        strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")

@@ -14,7 +14,6 @@ from pathlib import Path
 DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 VERIFY_QUESTION = "Is this solution correct? Answer Yes or No."
 CHECK_REQUEST = "\n\nCheck each step.\n"
-VERIFY_FORMS = ("yes_no", "check", "recompute")
 PROMPT_CONFIG_FILE = "tts_engine.json"
 
 
@@ -36,11 +35,15 @@ class PromptConfig:
     """Token of the negative verdict (the `yes_no` normalisation)."""
     stop: tuple[str, ...] = ()
     """Stop strings for generation (besides the end-of-sequence token)."""
+    step_delimiter: str = "\n\n"
+    """What ends one step of a solution, for step-level search and step scorers: a blank line for chat models
+    (search-and-learn's separator); a line break for checkpoints that write one operation per line."""
     verify_form: str = "yes_no"
-    """How the checkpoint verifies its own solutions: `yes_no`, one verdict token right after `verify_suffix`
-    (RL^V); `check`, it first writes a check of every step after `check_suffix`, then the verdict; `recompute`,
-    its probability of the solution's numbers with every step recomputed units digit first, read teacher-forced
-    after `check_suffix` (`tts_engine.verifiers.recompute`; the arithmetic task only)."""
+    """How the checkpoint verifies its own solutions, a form of the verifier registry
+    (`tts_engine.verifiers.registry`): `yes_no`, one verdict token right after `verify_suffix` (RL^V); `check`,
+    it first writes a check of every step after `check_suffix`, then the verdict; `resolve`, its check solves
+    the problem again and two reads compare the solution with it (`verifier_answer`, `verifier_path`); task packs
+    add theirs (`recompute`: the arithmetic task's units-first recompute check)."""
     check_suffix: str = CHECK_REQUEST
     """Appended to prompt + solution to ask for a step-by-step check (plain models; the `check` form and
     process verifiers); `{problem}` in it is replaced by the problem (restated next to the check; units digit
@@ -48,9 +51,8 @@ class PromptConfig:
     check_max_tokens: int = 256
     """Longest check a verifier may write, in tokens."""
     check_answer_score: bool = False
-    """The check re-solves the problem (`... =R` lines, then `answer ...`): also score the solution's answer by
-    the checkpoint's own probability of writing it after the re-solve's last "=" (`verifier_answer`), and the
-    solution's whole path by its probability of re-solving exactly so (`verifier_path`)."""
+    """Deprecated spelling of `verify_form: resolve` (stored by older checkpoints as `check` + this flag); kept
+    equal to `verify_form == "resolve"`."""
     check_temperature: float = 0.0
     """Temperature of the check. 0: greedy, so every sample of a problem is checked by nearly the same re-solve
     and shares its errors; above 0 each distinct solution's check is sampled (seeded by its text), so the
@@ -66,8 +68,15 @@ class PromptConfig:
     def __post_init__(self) -> None:
         if "{problem}" not in self.template:
             raise ValueError(f"template must contain '{{problem}}', got {self.template!r}")
-        if self.verify_form not in VERIFY_FORMS:
-            raise ValueError(f"verify_form must be one of {VERIFY_FORMS}, got {self.verify_form!r}")
+        if not self.step_delimiter:
+            raise ValueError("step_delimiter must be a non-empty string, got ''")
+        if self.verify_form == "check" and self.check_answer_score:
+            self.verify_form = "resolve"  # the older spelling of the re-solving form
+        from .verifiers.registry import verify_forms
+
+        if self.verify_form not in verify_forms():
+            raise ValueError(f"verify_form must be one of {verify_forms()}, got {self.verify_form!r}")
+        self.check_answer_score = self.verify_form == "resolve"
         if self.check_max_tokens < 1:
             raise ValueError(f"check_max_tokens must be >= 1, got {self.check_max_tokens}")
         if not 0.0 <= self.check_temperature <= 2.0:
@@ -78,9 +87,9 @@ class PromptConfig:
             raise ValueError(
                 f"check_samples = {self.check_samples} needs check_temperature > 0: greedy re-solves are all the same"
             )
-        if not self.check_resolve and not self.check_answer_score:
+        if not self.check_resolve and self.verify_form != "resolve":
             raise ValueError(
-                "check_resolve = false reads verifier_path, which needs a re-solving checkpoint (check_answer_score)"
+                "check_resolve = false reads verifier_path, which needs a re-solving checkpoint (verify_form resolve)"
             )
         self.stop = tuple(self.stop)
 

@@ -38,10 +38,14 @@ def setting(
     choices: tuple[str, ...] = (),
     cli: bool = True,
     default_factory: Any = dataclasses.MISSING,
+    flag: str | None = None,
+    deprecated: tuple[str, ...] = (),
 ) -> Any:
-    """A dataclass field with command-line metadata: extra `flags` (old option names kept working),
-    `choices` (when they live in a registry rather than a Literal), `cli=False` (config file only)."""
-    metadata = {"flags": tuple(flags), "choices": tuple(choices), "cli": cli}
+    """A dataclass field with command-line metadata: extra `flags` (other spellings, e.g. the singular of a
+    repeatable option), `choices` (when they live in a registry rather than a Literal), `cli=False` (config file
+    only), `flag` (the option's name when it is not the field's), `deprecated` (old names that still work for a
+    release, with a warning)."""
+    metadata = {"flags": tuple(flags), "choices": tuple(choices), "cli": cli, "flag": flag, "deprecated": deprecated}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -184,17 +188,19 @@ def make_options(
     exclude: tuple[str, ...] = (),
     defaults: dict[str, Any] | None = None,
     flags: dict[str, tuple[str, ...]] | None = None,
+    deprecated: dict[str, tuple[str, ...]] | None = None,
 ) -> list:
     """One click.Option per field of `cls`. Their click default is None, so only options given on the
     command line override the config file; the help shows the dataclass (or `defaults`) value. `flags`:
-    field -> extra option names (besides those in the field's metadata)."""
-    defaults, flags = defaults or {}, flags or {}
+    field -> extra option names (besides those in the field's metadata); `deprecated`: field -> old option
+    names that still work, with a warning (`Command` rewrites them)."""
+    defaults, flags, deprecated = defaults or {}, flags or {}, deprecated or {}
     docs = field_docs(cls)
     params = []
     for f in cli_fields(cls, exclude):
         kind = _click_type(_field_type(cls, f.name), f.metadata.get("choices", ()))
         default = _default_of(f, defaults)
-        flag = option_name(f.name)
+        flag = f.metadata.get("flag") or option_name(f.name)
         if kind.get("type") is bool:  # off by default: a plain flag; on by default: --x/--no-x
             kind = {"is_flag": True}
             flag = flag if default is False else f"{flag}/--no-{flag[2:]}"
@@ -202,7 +208,9 @@ def make_options(
         extra = [name for name in (*f.metadata.get("flags", ()), *flags.get(f.name, ())) if name != flag]
         shown = _show(default)
         text = docs.get(f.name, "") + (f"  [default: {shown}]" if shown is not None else "")
-        params.append(click.Option([flag, *extra, f.name], default=None, help=text, **kind))
+        option = click.Option([flag, *extra, f.name], default=None, help=text, **kind)
+        option.deprecated_names = (*f.metadata.get("deprecated", ()), *deprecated.get(f.name, ()))
+        params.append(option)
     return params
 
 
@@ -212,12 +220,15 @@ def options(
     exclude: tuple[str, ...] = (),
     defaults: dict[str, Any] | None = None,
     flags: dict[str, tuple[str, ...]] | None = None,
+    deprecated: dict[str, tuple[str, ...]] | None = None,
 ) -> Callable:
     """Decorator: add the options of `cls`'s fields to a click command (they arrive as keyword arguments
     named like the fields; pass them to `build`)."""
 
     def decorate(command: Callable) -> Callable:
-        for param in reversed(make_options(cls, exclude=exclude, defaults=defaults, flags=flags)):
+        for param in reversed(
+            make_options(cls, exclude=exclude, defaults=defaults, flags=flags, deprecated=deprecated)
+        ):
             click.decorators._param_memo(command, param)
         return command
 
@@ -333,7 +344,25 @@ def one_line(err: BaseException) -> str:
 
 
 class Command(OneLineErrors, click.Command):
-    """A command whose bad settings are one-line errors even when it is invoked on its own (tests, scripts)."""
+    """A command whose bad settings are one-line errors even when it is invoked on its own (tests, scripts), and
+    whose deprecated option names still work, with a warning."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, rename_deprecated(self.params, args))
+
+
+def rename_deprecated(params: list, args: list[str]) -> list[str]:
+    """`args` with every deprecated option name (`Option.deprecated_names`) replaced by the option's own name;
+    a warning on stderr names each replacement."""
+    renames = {old: p.opts[0] for p in params for old in getattr(p, "deprecated_names", ())}
+    out = []
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if name in renames:
+            click.echo(f"warning: {name} is deprecated and will be removed; use {renames[name]}", err=True)
+            arg = renames[name] + sep + value
+        out.append(arg)
+    return out
 
 
 class Group(OneLineErrors, click.Group):

@@ -8,10 +8,6 @@ from typing import Literal
 from ..verifiers.process import aggregate_steps
 
 STEP_AGGREGATIONS = ("last", "min", "prod", "mean")
-DEFAULT_DELIMITER = "\n\n"
-"""Steps of chat models' solutions are paragraphs (search-and-learn's separator)."""
-SHIPPED_DELIMITER = "\n"
-"""The shipped tiny models write one operation per line: their steps are lines (tts_engine.steps)."""
 
 
 @dataclass
@@ -36,8 +32,8 @@ class SearchConfig:
     step form of `verifier_path`), last for every other scorer."""
 
     step_delimiter: str | None = None
-    """The stop string that ends a step. Default: a line break for the models shipped in the package (one
-    operation per line), "\\n\\n" otherwise."""
+    """The stop string that ends a step. Default: the checkpoint's own `step_delimiter` (tts_engine.json; a
+    blank line when it stores none)."""
 
     filter_duplicates: bool = True
     """Keep one of several candidates with the same text when choosing the beams to extend."""

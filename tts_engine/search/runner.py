@@ -15,25 +15,23 @@ from __future__ import annotations
 import logging
 import math
 import time
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from ..adaptive import derive_seed
 from ..backends.base import PromptTooLongError, Sample
-from ..engine import ROWS_PER_CHUNK
-from ..models import ASSETS
 from ..params import SamplingParams
 from ..problems import Problem
-from ..results import ResultsWriter
 from ..verifiers.base import SampleScore
-from .config import DEFAULT_DELIMITER, SHIPPED_DELIMITER, STEP_AGGREGATIONS, SearchConfig
-from .strategies import SEARCH_STRATEGIES, GroupPlan
+from ..verifiers.registry import register_score_kind
+from .config import STEP_AGGREGATIONS, SearchConfig
+from .strategies import GroupPlan
 
 log = logging.getLogger(__name__)
 
 SCORE_KINDS = tuple(f"step_{how}" for how in STEP_AGGREGATIONS)
+for _how in STEP_AGGREGATIONS:
+    register_score_kind(f"step_{_how}", f"a search beam's own step scores aggregated by {_how}", "search (beam, dvts)")
 
 
 # --- the tree ----------------------------------------------------------------------------------------------
@@ -307,7 +305,7 @@ def run_rounds(search: Search, trees: list[Tree]) -> Iterator[Tree]:
 
 # --- records -----------------------------------------------------------------------------------------------
 class _StepVerdicts:
-    """Stands in for the engine's verifier while it builds a search record: the beams' own step scores."""
+    """The verifier of a search record: the beams' own step scores."""
 
     name = "search"
     kinds = SCORE_KINDS
@@ -318,16 +316,6 @@ class _StepVerdicts:
 
     def score(self, questions, prompts, outputs):
         return self.rows
-
-
-@contextmanager
-def _verifier(engine, verifier):
-    original = engine.verifier
-    engine.verifier = verifier
-    try:
-        yield
-    finally:
-        engine.verifier = original
 
 
 def step_verdict(node: Node) -> SampleScore:
@@ -344,13 +332,13 @@ def step_verdict(node: Node) -> SampleScore:
 def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_block: dict[str, Any]):
     """The engine's records over each tree's finished beams, with compute and the tree filled in."""
     chosen = [tree.results() for tree in trees]
-    with _verifier(engine, _StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen])):
-        records = engine.score_samples(
-            [t.problem for t in trees],
-            [t.prompt for t in trees],
-            [[n.sample() for n in nodes] for nodes in chosen],
-            params,
-        )
+    records = engine.score_samples(
+        [t.problem for t in trees],
+        [t.prompt for t in trees],
+        [[n.sample() for n in nodes] for nodes in chosen],
+        params,
+        verifier=_StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen]),
+    )
     for tree, nodes, record in zip(trees, chosen, records):
         for sample, node in zip(record["samples"], nodes):
             sample.update(
@@ -374,136 +362,7 @@ def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_blo
     return records
 
 
-# --- the entry point ---------------------------------------------------------------------------------------
-def default_delimiter(engine) -> str:
-    """A line for the models shipped in the package (their steps are lines), else a blank line."""
-    try:
-        Path(engine.model_path).resolve().relative_to(ASSETS.resolve())
-        return SHIPPED_DELIMITER
-    except ValueError:
-        return DEFAULT_DELIMITER
-
-
-def step_scorer_for(
-    engine,
-    delimiter: str,
-    *,
-    verifier_kind: str | None = None,
-    verifier_model: str | None = None,
-    prm_format: str | None = None,
-):
-    """The step scorer of a search: a PRM checkpoint (verifier_kind 'prm'), else the engine's own verifier
-    (process: its step verdicts; a recompute checkpoint: each step recomputed, `RecomputeStepScorer`; a re-solving
-    checkpoint: its belief in each step, `PathStepScorer`; another checking one: its marks; unified: its verdict on each step prefix, in the engine's score_norm)."""
-    from ..prompts import build_prompt
-    from ..verifiers.prm import (
-        CheckStepScorer,
-        PathStepScorer,
-        ProcessStepScorer,
-        RecomputeStepScorer,
-        UnifiedStepScorer,
-        load_prm,
-    )
-    from ..verifiers.recompute import RecomputeVerifier
-    from ..verifiers.unified import PathVerifier, ResolvingVerifier
-
-    if verifier_kind == "prm":
-        if verifier_model is None:
-            raise ValueError("verifier kind 'prm' needs a PRM checkpoint: pass verifier_model (--verifier-model PATH)")
-        device = str(getattr(engine.backend, "device", "")) or None
-        return load_prm(verifier_model, prm_format, device=device)
-    prompt_for = lambda text: build_prompt(engine.prompt_config, text, engine.backend)  # noqa: E731
-    if engine.verifier is None:
-        raise ValueError(
-            "step-level search needs a step scorer: use the unified or process verifier, or "
-            "--verifier-kind prm --verifier-model PATH"
-        )
-    if isinstance(engine.verifier, PathVerifier):
-        raise ValueError(
-            "step-level search needs step scores, and check_resolve=false writes no check to read them from: "
-            "drop --check-option check_resolve=false"
-        )
-    if engine.verifier.name == "process":
-        return ProcessStepScorer(engine.verifier, prompt_for, delimiter)
-    if isinstance(engine.verifier, RecomputeVerifier):  # each step recomputed units digit first, teacher-forced
-        return RecomputeStepScorer(engine.verifier, prompt_for, delimiter)
-    if isinstance(engine.verifier, ResolvingVerifier):  # its belief in each step, read teacher-forced
-        return PathStepScorer(engine.verifier, prompt_for, delimiter)
-    if hasattr(engine.verifier, "checker"):  # the unified verifier of a checkpoint that writes a check
-        return CheckStepScorer(engine.verifier, prompt_for, delimiter)
-    return UnifiedStepScorer(engine.verifier, prompt_for, delimiter, kind=f"verifier_{engine.score_norm}")
-
-
-def solve_search(
-    engine,
-    problems: Sequence[Problem],
-    strategy: str = "beam",
-    config: SearchConfig | None = None,
-    *,
-    n: int = 16,
-    temperature: float = 0.8,
-    top_p: float = 1.0,
-    max_new_tokens: int = 256,
-    seed: int | None = 0,
-    scorer=None,
-    out: str | Path | None = None,
-    progress: bool = True,
-) -> list[dict[str, Any]]:
-    """Beam search or DVTS over `problems` with N beams; records in input order, written to `out` as each
-    problem finishes (problems already in `out` are read back, not searched again).
-
-    `scorer` is any step scorer (`tts_engine.verifiers.prm`); default: `step_scorer_for(engine, ...)`.
-    """
-    from tqdm.auto import tqdm
-
-    if strategy not in SEARCH_STRATEGIES:
-        raise ValueError(f"strategy must be one of {sorted(SEARCH_STRATEGIES)}, got {strategy!r}")
-    config = config or SearchConfig()
-    config.check_n(n, strategy)
-    delimiter = config.step_delimiter or default_delimiter(engine)
-    scorer = scorer or step_scorer_for(engine, delimiter, prm_format=config.prm_format)
-    config = config.for_scorer(scorer)
-    params = SamplingParams(
-        n=n,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
-        stop=list(engine.prompt_config.stop),
-    )
-    run_block = {
-        **engine.run_info(params),
-        "verifier": getattr(scorer, "name", type(scorer).__name__),
-        "search": {"strategy": strategy, **asdict(config), "step_delimiter": delimiter},
-    }
-    search = Search(engine.backend, scorer, config, params, delimiter)
-    writer = ResultsWriter(out) if out is not None else None
-    done = dict(writer.existing) if writer else {}
-    todo = [p for p in problems if p.id not in done]
-    if done:
-        log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(todo), len(problems))
-    bar = tqdm(
-        total=len(problems), initial=len(problems) - len(todo), desc=strategy, unit="problem", disable=not progress
-    )
-    try:
-        per_chunk = max(1, ROWS_PER_CHUNK // n)
-        for start in range(0, len(todo), per_chunk):
-            trees = new_trees(
-                engine, todo[start : start + per_chunk], SEARCH_STRATEGIES[strategy](n, config.beam_width)
-            )
-            for tree in run_rounds(search, trees):
-                (record,) = build_records(engine, [tree], params, run_block)
-                done[record["id"]] = record
-                if writer:
-                    writer.write(record)
-                bar.update(1)
-    finally:
-        bar.close()
-        if writer:
-            writer.close()
-    return [done[p.id] for p in problems if p.id in done]
-
-
+# --- new trees ---------------------------------------------------------------------------------------------
 def new_trees(engine, problems: Sequence[Problem], plans: list[GroupPlan]) -> list[Tree]:
     prompts = engine.prompts(problems)
     trees = []

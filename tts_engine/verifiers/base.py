@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 
 @dataclass
@@ -22,8 +22,15 @@ class Verifier(Protocol):
     """score(questions, prompts, outputs) -> one SampleScore per solution, in input order."""
 
     name: str
+    """What results' `run.verifier` calls it (its verification form: unified, check, resolve, recompute, ...)."""
     kinds: tuple[str, ...]
-    """The score kinds this verifier produces (keys of SampleScore.scores)."""
+    """The score kinds this verifier produces (keys of SampleScore.scores; `tts_engine.verifiers.kinds`)."""
+    headline_kind: str | None
+    """The kind headline votes and adaptive confidence use; None: `verifier_<score_norm>`."""
+
+    def step_scorer(self, prompt_for: Callable[[str], str], delimiter: str, score_norm: str) -> "StepScorer":
+        """This verifier as a step scorer for step-level search (ValueError where it cannot score steps)."""
+        ...
 
     def score(
         self, questions: Sequence[str], prompts: Sequence[str], outputs: Sequence[Sequence[str]]
@@ -46,3 +53,83 @@ def score_each_text_once(
             seen.add(text)
         result.append(row_scores)
     return result
+
+
+# --- step scores: what step-level search reads -------------------------------------------------------------
+@dataclass
+class StepScores:
+    """What a step scorer says of one partial or complete solution."""
+
+    scores: list[float]
+    """P(step correct) for each step, in [0, 1], one per step given."""
+    tokens: int = 0
+    """Tokens the scorer read or wrote for this call (its compute)."""
+    status: str = "ok"
+    """"ok", or why some scores are a fallback (e.g. the process verifier's verdicts did not match the steps)."""
+
+
+class StepScorer(Protocol):
+    """score_steps(problem, steps) -> per-step scores; score_batch does many in one call."""
+
+    name: str
+
+    def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]: ...
+
+    def score_batch(self, problems: Sequence[str], steps: Sequence[Sequence[str]]) -> list[StepScores]: ...
+
+
+class BatchedScorer:
+    """`score_steps` from `score_batch`: subclasses implement the batched call only."""
+
+    name = "scorer"
+
+    def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]:
+        return self.score_batch([problem], [steps])[0].scores
+
+    def score_batch(self, problems: Sequence[str], steps: Sequence[Sequence[str]]) -> list[StepScores]:
+        raise NotImplementedError
+
+
+def check_steps(steps: Sequence[str]) -> None:
+    if not steps:
+        raise ValueError("steps must hold at least one step, got []")
+
+
+class PrefixCachedScorer(BatchedScorer):
+    """A step scorer whose step k is read from steps 1..k alone: each (problem, steps 1..k) is read once and
+    cached (a search extends its beams a step at a time, so a round reads only the new last steps), and its
+    tokens are charged once, to its first asker. Subclasses say how to read keys (`_read`)."""
+
+    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
+        self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
+        self.cache: dict[tuple[str, tuple[str, ...]], tuple[float, int]] = {}
+
+    def score_batch(self, problems, steps):
+        for row in steps:
+            check_steps(row)
+        keys = [(problem, tuple(row[:k])) for problem, row in zip(problems, steps) for k in range(1, len(row) + 1)]
+        todo = list(dict.fromkeys(key for key in keys if key not in self.cache))
+        if todo:
+            self.cache.update(zip(todo, self._read(todo)))
+        uncharged, result, start = set(todo), [], 0
+        for row in steps:
+            mine = keys[start : start + len(row)]
+            start += len(row)
+            fresh = [key for key in mine if key in uncharged]
+            uncharged.difference_update(fresh)
+            result.append(StepScores([self.cache[key][0] for key in mine], sum(self.cache[key][1] for key in fresh)))
+        return result
+
+    def _read(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int]]:
+        """(step score of the last step, tokens computed) of each (problem, steps 1..k)."""
+        raise NotImplementedError
+
+
+def common_prefix(a: str, b: str) -> str:
+    """The longest common prefix of a and b, cut back to end at a line break or "=" (never inside a number)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    if n == len(a) == len(b):
+        return a
+    return a[: max(a.rfind("\n", 0, n), a.rfind("=", 0, n)) + 1]

@@ -1,7 +1,6 @@
 """Process scoring behind one interface: `score_steps(problem, steps) -> per-step scores in [0, 1]`.
 
-Two families serve it:
-- discriminative process reward models (PRMs), each read in its own format: one small `PRMFormat` subclass
+Discriminative process reward models (PRMs), each read in its own format: one small `PRMFormat` subclass
   per format says how a (problem, steps) pair becomes token ids, where each step's score is read and how a
   forward pass becomes a probability there. Registered formats:
   `qwen_prm` (Qwen2.5-Math-PRM: chat template, steps joined by `<extra_0>`, token classification, P(label 1)),
@@ -9,9 +8,7 @@ Two families serve it:
   `rlhflow` (causal LM chat: each step a user turn, the assistant answers "+"; P("+") over {"+", "-"}),
   `skywork` (causal LM body + value head `v_head.summary`, sigmoid of the value at each step's end token).
   A new format is one class with `@register_prm_format`; `detect_prm_format` reads a checkpoint's config.
-- the project's own verifiers through adapters: `ProcessStepScorer` (the generative Tango-form verifier;
-  its step verdicts), `UnifiedStepScorer` (the reasoner's Yes/No verdict on every step prefix), `CheckStepScorer`
-  (a checking model's marks) and `PathStepScorer` (a re-solving model's belief in each step, read teacher-forced).
+The project's own verifiers serve the same interface through their `step_scorer` (each in its verifier's module).
 
 Every scorer also answers `score_batch(problems, steps_lists) -> [StepScores]` (one batched call; what step-level
 search uses), and counts the tokens it read or wrote (its compute).
@@ -21,50 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol, Sequence
+from typing import Any, ClassVar, Sequence
+
+from .base import BatchedScorer, StepScores, check_steps
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StepScores:
-    """What a step scorer says of one partial or complete solution."""
-
-    scores: list[float]
-    """P(step correct) for each step, in [0, 1], one per step given."""
-    tokens: int = 0
-    """Tokens the scorer read or wrote for this call (its compute)."""
-    status: str = "ok"
-    """"ok", or why some scores are a fallback (e.g. the process verifier's verdicts did not match the steps)."""
-
-
-class StepScorer(Protocol):
-    """score_steps(problem, steps) -> per-step scores; score_batch does many in one call."""
-
-    name: str
-
-    def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]: ...
-
-    def score_batch(self, problems: Sequence[str], steps: Sequence[Sequence[str]]) -> list[StepScores]: ...
-
-
-class BatchedScorer:
-    """`score_steps` from `score_batch`: subclasses implement the batched call only."""
-
-    name = "scorer"
-
-    def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]:
-        return self.score_batch([problem], [steps])[0].scores
-
-    def score_batch(self, problems: Sequence[str], steps: Sequence[Sequence[str]]) -> list[StepScores]:
-        raise NotImplementedError
-
-
-def _check_steps(steps: Sequence[str]) -> None:
-    if not steps:
-        raise ValueError("steps must hold at least one step, got []")
 
 
 # --- discriminative PRMs -----------------------------------------------------------------------------------
@@ -151,7 +110,7 @@ class PRMFormat(BatchedScorer):
 
         encoded = []
         for problem, row in zip(problems, steps, strict=True):
-            _check_steps(row)
+            check_steps(row)
             ids, positions = self.encode(problem, row)
             if len(positions) != len(row):
                 raise ValueError(
@@ -429,205 +388,3 @@ def load_prm(
     """A PRM checkpoint served in its format (`prm_format`, else detected from the checkpoint)."""
     name = check_prm_format(prm_format) if prm_format else detect_prm_format(path)
     return PRM_FORMATS[name].from_pretrained(path, device=device, dtype=dtype, max_batch=max_batch)
-
-
-# --- the project's verifiers through the same interface ----------------------------------------------------
-class ProcessStepScorer(BatchedScorer):
-    """The generative process verifier (Tango form) as a step scorer: its step verdicts on the solution so far.
-
-    `prompt_for(problem)` is the generation prompt the verifier sees before the solution (the engine's).
-    When its verdicts do not match the steps (or the prompt is too long), every step gets the final-verdict
-    score and `status` says why.
-    """
-
-    name = "process"
-
-    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
-        self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
-        params = getattr(verifier, "params", None)
-        self.cache: dict[tuple[str, tuple[str, ...]], StepScores] | None = (
-            {} if params is not None and params.greedy else None
-        )
-        """With a greedy verifier a (problem, steps) pair always gets the same verdicts: each is scored once
-        (a search meets the same partial solution many times); a cached answer costs no tokens."""
-
-    def score_batch(self, problems, steps):
-        keys = [(problem, tuple(row)) for problem, row in zip(problems, steps)]
-        for row in steps:
-            _check_steps(row)
-        known = self.cache if self.cache is not None else {}
-        todo = list(dict.fromkeys(k for k in keys if k not in known)) if self.cache is not None else keys
-        fresh = self._verify(todo)
-        if self.cache is None:
-            return fresh
-        self.cache.update(zip(todo, fresh))
-        uncharged, result = set(todo), []
-        for key in keys:  # the tokens of a fresh verification are charged once, to its first asker
-            scores = self.cache[key]
-            result.append(scores if key in uncharged else StepScores(scores.scores, 0, scores.status))
-            uncharged.discard(key)
-        return result
-
-    def _verify(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[StepScores]:
-        if not keys:
-            return []
-        problems = [p for p, _ in keys]
-        scored = self.verifier.score(
-            problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
-        )
-        return [self._step_scores(verdict, len(row)) for (_, row), (verdict,) in zip(keys, scored)]
-
-    def _step_scores(self, verdict, num_steps: int) -> StepScores:
-        """One verification's score per step; the final verdict's score for every step when they do not match."""
-        step_scores = getattr(verdict, "step_scores", None)
-        if step_scores is not None and len(step_scores) == num_steps:
-            return StepScores(list(step_scores), verdict.tokens, verdict.status)
-        final = verdict.scores.get("process_final", 0.0)
-        status = verdict.status if verdict.status != "ok" else "step_count_mismatch"
-        return StepScores([final] * num_steps, verdict.tokens, status)
-
-
-class CheckStepScorer(ProcessStepScorer):
-    """A model that checks its own solutions step by step (`verify_form: check`) as a step scorer.
-
-    Its check of a partial solution marks every written step and then what is missing, so step k's score is
-    the P(+) of the k-th mark it wrote; with fewer marks than steps, every step gets the verdict's score.
-    """
-
-    name = "check"
-
-    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
-        super().__init__(verifier.checker, prompt_for, delimiter)
-
-    def _step_scores(self, verdict, num_steps: int) -> StepScores:
-        marks = verdict.mark_scores or []
-        if len(marks) >= num_steps:
-            return StepScores(list(marks[:num_steps]), verdict.tokens, "ok")
-        return StepScores([verdict.scores.get("process_final", 0.0)] * num_steps, verdict.tokens, "too_few_marks")
-
-
-class PrefixCachedScorer(BatchedScorer):
-    """A step scorer whose step k is read from steps 1..k alone: each (problem, steps 1..k) is read once and
-    cached (a search extends its beams a step at a time, so a round reads only the new last steps), and its
-    tokens are charged once, to its first asker. Subclasses say how to read keys (`_read`)."""
-
-    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
-        self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
-        self.cache: dict[tuple[str, tuple[str, ...]], tuple[float, int]] = {}
-
-    def score_batch(self, problems, steps):
-        for row in steps:
-            _check_steps(row)
-        keys = [(problem, tuple(row[:k])) for problem, row in zip(problems, steps) for k in range(1, len(row) + 1)]
-        todo = list(dict.fromkeys(key for key in keys if key not in self.cache))
-        if todo:
-            self.cache.update(zip(todo, self._read(todo)))
-        uncharged, result, start = set(todo), [], 0
-        for row in steps:
-            mine = keys[start : start + len(row)]
-            start += len(row)
-            fresh = [key for key in mine if key in uncharged]
-            uncharged.difference_update(fresh)
-            result.append(StepScores([self.cache[key][0] for key in mine], sum(self.cache[key][1] for key in fresh)))
-        return result
-
-    def _read(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int]]:
-        """(step score of the last step, tokens computed) of each (problem, steps 1..k)."""
-        raise NotImplementedError
-
-
-class PathStepScorer(PrefixCachedScorer):
-    """A re-solving checkpoint's path read (`verifier_path`) as a step scorer.
-
-    Step k's score is read when the solution has k steps: the checkpoint's probability, re-solving after reading
-    them with steps 1..k-1 teacher-forced, of writing step k next; for a step that only boxes the answer, of that
-    answer as the last line's result and of the re-solve ending there (`solution_path`), so that a beam boxing its
-    answer before the problem's last operation scores low. One teacher-forced read per beam per round.
-    """
-
-    name = "path"
-    aggregation = "prod"
-    """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_path`."""
-
-    def _read(self, keys):
-        from .unified import teacher_forced_reads
-
-        checker = self.verifier.checker
-        pairs = []
-        for problem, row in keys:
-            [check] = checker.prompts([problem], [self.prompt_for(problem)], [[self.delimiter.join(row)]])
-            before, now = self._path(row[:-1]), self._path(row)
-            common = _common_prefix(before, now)
-            pairs.append(None if common == now else (check + common, now[len(common) :]))
-        reads = teacher_forced_reads(checker.backend, pairs)
-        return [(1.0, 0) if pair is None else read for pair, read in zip(pairs, reads)]
-
-    def _path(self, row: Sequence[str]) -> str:
-        from .unified import solution_path
-
-        return solution_path(self.delimiter.join(row)) or "".join(step + "\n" for step in row)
-
-
-class RecomputeStepScorer(PrefixCachedScorer):
-    """A recompute checkpoint's check as a step scorer: step k's score is its probability of step k's line
-    recomputed units digit first, after steps 1..k-1 (`tts_engine.verifiers.recompute`); a step that boxes the
-    answer is read as the check's answer line. One teacher-forced read per beam per round."""
-
-    name = "recompute"
-    aggregation = "prod"
-    """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_recompute`."""
-
-    def _read(self, keys):
-        from ..chain import is_task_problem
-        from .recompute import check_query, step_pieces
-        from .unified import teacher_forced_reads
-
-        pairs = []
-        for problem, row in keys:
-            if not is_task_problem(problem):
-                pairs.append(None)
-                continue
-            pieces = step_pieces(row)
-            query = check_query(self.verifier.config, problem, self.prompt_for(problem))
-            pairs.append((query + "".join(pieces[:-1]), pieces[-1]))
-        return teacher_forced_reads(self.verifier.backend, pairs)
-
-
-def _common_prefix(a: str, b: str) -> str:
-    """The longest common prefix of a and b, cut back to end at a line break or "=" (never inside a number)."""
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    if n == len(a) == len(b):
-        return a
-    return a[: max(a.rfind("\n", 0, n), a.rfind("=", 0, n)) + 1]
-
-
-class UnifiedStepScorer(PrefixCachedScorer):
-    """The unified verifier (RL^V) as a step scorer: step k's score is its Yes/No verdict on steps 1..k.
-
-    `kind` picks the normalisation (verifier_yes_no or verifier_vocab).
-    """
-
-    name = "unified"
-
-    def __init__(
-        self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n", kind: str = "verifier_yes_no"
-    ):
-        if kind not in verifier.kinds:
-            raise ValueError(f"kind must be one of {verifier.kinds}, got {kind!r}")
-        super().__init__(verifier, prompt_for, delimiter)
-        self.kind = kind
-
-    def _read(self, keys):
-        texts: dict[str, list[str]] = {}
-        for problem, row in keys:
-            texts.setdefault(problem, []).append(self.delimiter.join(row))
-        problems = list(texts)
-        scored = self.verifier.score(problems, [self.prompt_for(p) for p in problems], [texts[p] for p in problems])
-        found = {
-            (problem, text): (verdict.scores[self.kind], verdict.tokens)
-            for problem, row in zip(problems, scored)
-            for text, verdict in zip(texts[problem], row)
-        }
-        return [found[(problem, self.delimiter.join(row))] for problem, row in keys]

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..params import SamplingParams
 from ..prompts import PromptConfig
 from ..steps import split_steps
-from .base import SampleScore
+from .base import BatchedScorer, SampleScore, StepScores, check_steps
+from .registry import register_score_kind
 
 FORMS = ("compact", "tango")
 STATUSES = ("ok", "step_count_mismatch", "no_final_verdict", "unparsable")
@@ -239,6 +240,10 @@ class ProcessVerifier:
     headline_kind = "process"
     """The score headline votes and adaptive confidence use: the one `aggregation` chose."""
 
+    def step_scorer(self, prompt_for: Callable[[str], str], delimiter: str, score_norm: str) -> "ProcessStepScorer":
+        """Its step verdicts on the solution so far."""
+        return ProcessStepScorer(self, prompt_for, delimiter)
+
     def __init__(
         self,
         backend,
@@ -378,3 +383,64 @@ class ProcessVerifier:
 
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+class ProcessStepScorer(BatchedScorer):
+    """The generative process verifier (Tango form) as a step scorer: its step verdicts on the solution so far.
+
+    `prompt_for(problem)` is the generation prompt the verifier sees before the solution (the engine's).
+    When its verdicts do not match the steps (or the prompt is too long), every step gets the final-verdict
+    score and `status` says why.
+    """
+
+    name = "process"
+
+    def __init__(self, verifier, prompt_for: Callable[[str], str], delimiter: str = "\n"):
+        self.verifier, self.prompt_for, self.delimiter = verifier, prompt_for, delimiter
+        params = getattr(verifier, "params", None)
+        self.cache: dict[tuple[str, tuple[str, ...]], StepScores] | None = (
+            {} if params is not None and params.greedy else None
+        )
+        """With a greedy verifier a (problem, steps) pair always gets the same verdicts: each is scored once
+        (a search meets the same partial solution many times); a cached answer costs no tokens."""
+
+    def score_batch(self, problems, steps):
+        keys = [(problem, tuple(row)) for problem, row in zip(problems, steps)]
+        for row in steps:
+            check_steps(row)
+        known = self.cache if self.cache is not None else {}
+        todo = list(dict.fromkeys(k for k in keys if k not in known)) if self.cache is not None else keys
+        fresh = self._verify(todo)
+        if self.cache is None:
+            return fresh
+        self.cache.update(zip(todo, fresh))
+        uncharged, result = set(todo), []
+        for key in keys:  # the tokens of a fresh verification are charged once, to its first asker
+            scores = self.cache[key]
+            result.append(scores if key in uncharged else StepScores(scores.scores, 0, scores.status))
+            uncharged.discard(key)
+        return result
+
+    def _verify(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[StepScores]:
+        if not keys:
+            return []
+        problems = [p for p, _ in keys]
+        scored = self.verifier.score(
+            problems, [self.prompt_for(p) for p in problems], [[self.delimiter.join(row)] for _, row in keys]
+        )
+        return [self._step_scores(verdict, len(row)) for (_, row), (verdict,) in zip(keys, scored)]
+
+    def _step_scores(self, verdict, num_steps: int) -> StepScores:
+        """One verification's score per step; the final verdict's score for every step when they do not match."""
+        step_scores = getattr(verdict, "step_scores", None)
+        if step_scores is not None and len(step_scores) == num_steps:
+            return StepScores(list(step_scores), verdict.tokens, verdict.status)
+        final = verdict.scores.get("process_final", 0.0)
+        status = verdict.status if verdict.status != "ok" else "step_count_mismatch"
+        return StepScores([final] * num_steps, verdict.tokens, status)
+
+
+register_score_kind("process", "the process verifier's headline: its final verdict or an aggregate of its steps", "process")
+register_score_kind("process_final", "P(correct) at the process verifier's final verdict", "process")
+for _how in ("min", "prod", "mean", "last"):
+    register_score_kind(f"process_{_how}", f"the process verifier's step verdicts aggregated by {_how}", "process")

@@ -14,7 +14,7 @@ zero and multiplications (by 2-9) never pass the cap, so every answer is a non-n
 engine's answer extraction and equivalence classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
-    python -m tts_engine.training.task --out tts_engine/assets/problems/arith.jsonl
+    python -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from tts_engine.chain import apply
+from tts_engine.tasks.arith.chain import apply
 
 LEVELS = (1, 2, 3, 4, 5)
 MAX_VALUE = 999

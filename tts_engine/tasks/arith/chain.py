@@ -6,7 +6,7 @@
     94+80=174
     \\boxed{174}
 
-Training (`tts_engine.training.task` makes the problems) and the recompute verifier read them with these functions.
+Training (`tts_engine.tasks.arith.generator` makes the problems) and the recompute verifier read them with these functions.
 """
 
 from __future__ import annotations

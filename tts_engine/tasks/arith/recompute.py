@@ -29,10 +29,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ..answers.extract import extract_answer
-from ..chain import StepLine, is_task_problem, problem_steps, read_step_line
-from ..prompts import PromptConfig
-from .process import ProcessSampleScore
+from ...answers.extract import extract_answer
+from ...prompts import PromptConfig
+from ...verifiers.base import PrefixCachedScorer
+from ...verifiers.checking import teacher_forced_reads
+from ...verifiers.process import ProcessSampleScore
+from ...verifiers.registry import register_score_kind, register_verify_form
+from .chain import StepLine, is_task_problem, problem_steps, read_step_line
 
 WIDTH = 3
 """Digits every number is padded to (running values of the task stay below 1000); longer numbers keep theirs."""
@@ -125,9 +128,13 @@ class RecomputeVerifier:
     recomputed units digit first (`verify_form: recompute`); one teacher-forced read per distinct solution and
     no generation. Step scores: the probability of each step's line (the boxed answer's is the last)."""
 
-    name = "unified"
+    name = "recompute"
     kinds = (SCORE_KIND,)
     headline_kind = SCORE_KIND
+
+    def step_scorer(self, prompt_for, delimiter: str, score_norm: str) -> "RecomputeStepScorer":
+        """Each step recomputed units digit first, teacher-forced (the step by step `verifier_recompute`)."""
+        return RecomputeStepScorer(self, prompt_for, delimiter)
 
     def __init__(self, backend, prompt_config: PromptConfig):
         if not hasattr(backend, "continuation_token_logprobs"):
@@ -192,3 +199,28 @@ class RecomputeVerifier:
             out.append(sum(logps[at : at + n]))
             at += n
         return out
+
+
+class RecomputeStepScorer(PrefixCachedScorer):
+    """A recompute checkpoint's check as a step scorer: step k's score is its probability of step k's line
+    recomputed units digit first, after steps 1..k-1 (this module's `check_query`); a step that boxes the
+    answer is read as the check's answer line. One teacher-forced read per beam per round."""
+
+    name = "recompute"
+    aggregation = "prod"
+    """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_recompute`."""
+
+    def _read(self, keys):
+        pairs = []
+        for problem, row in keys:
+            if not is_task_problem(problem):
+                pairs.append(None)
+                continue
+            pieces = step_pieces(row)
+            query = check_query(self.verifier.config, problem, self.prompt_for(problem))
+            pairs.append((query + "".join(pieces[:-1]), pieces[-1]))
+        return teacher_forced_reads(self.verifier.backend, pairs)
+
+
+register_verify_form("recompute", RecomputeVerifier)
+register_score_kind(SCORE_KIND, "P(the solution's numbers), every step recomputed units digit first", "recompute")

@@ -1,0 +1,160 @@
+"""The one run loop: resume, chunking, results writing and progress, for every strategy.
+
+A strategy is a *plan* (`Plan`) that the loop drives: given a chunk of problems it yields one record per problem
+as each finishes. Plans are registered by name (`register_strategy`); `Engine.solve(strategy=...)` builds the
+plan and hands it to `run_plan`. Adding a strategy is one new module with a `@register_strategy` class plus one
+line in `BUILTIN_STRATEGY_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+from .problems import Problem
+from .results import ResultsWriter
+
+log = logging.getLogger(__name__)
+
+ROWS_PER_CHUNK = 512
+"""Samples in flight per chunk: results are written as each problem of a chunk finishes (the backend batches
+inside a chunk)."""
+
+BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engine.search.plan")
+"""Modules whose import registers the built-in strategies (loaded on first lookup)."""
+
+
+class Plan(Protocol):
+    """One strategy's plan over a run: what it spends per problem and how it solves a chunk."""
+
+    name: str
+    rows_per_problem: int
+    """Samples one problem holds in flight at most (sizes the chunks)."""
+    run_block: dict[str, Any]
+    """The results' "run" block (model, sampling settings, verifier, the strategy's own settings)."""
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+        """One record per problem of the chunk, yielded as each finishes (any order)."""
+        ...
+
+
+@dataclass(frozen=True)
+class StrategyEntry:
+    """A registered strategy: how to build its plan and which settings object it takes."""
+
+    name: str
+    build: Callable[..., Plan]
+    """build(engine, params, config, **extra) -> Plan."""
+    config_type: type | None
+    """The settings dataclass of the strategy (AdaptiveConfig, SearchConfig), or None."""
+    summary: str
+    """One line for --help and docs."""
+
+
+_STRATEGIES: dict[str, StrategyEntry] = {}
+
+
+def register_strategy(name: str, *, config_type: type | None = None, summary: str = ""):
+    """Class or function decorator: `build(engine, params, config, **extra) -> Plan` under `name`."""
+
+    def decorate(build):
+        if name in _STRATEGIES and _STRATEGIES[name].build is not build:
+            raise ValueError(f"strategy {name!r} is already registered")
+        _STRATEGIES[name] = StrategyEntry(name, build, config_type, summary or (build.__doc__ or "").split("\n")[0])
+        return build
+
+    return decorate
+
+
+def strategies() -> dict[str, StrategyEntry]:
+    """Every registered strategy, built-ins loaded."""
+    for module in BUILTIN_STRATEGY_MODULES:
+        importlib.import_module(module)
+    return dict(_STRATEGIES)
+
+
+def strategy_entry(name: str) -> StrategyEntry:
+    known = strategies()
+    if name not in known:
+        raise ValueError(f"strategy must be one of {sorted(known)}, got {name!r}")
+    return known[name]
+
+
+def strategy_of(record: dict[str, Any]) -> str:
+    """The strategy that wrote a results line (lines of fixed runs carry no strategy block)."""
+    for block in ("adaptive", "search"):
+        if block in record:
+            return record[block].get("strategy", block)
+    return record.get("run", {}).get("strategy", "fixed")
+
+
+class Run:
+    """Resume from, write to and order the records of one run; draws its progress bar."""
+
+    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, strategy: str):
+        from tqdm.auto import tqdm
+
+        self.writer = ResultsWriter(out) if out is not None else None
+        self.done: dict[str, dict[str, Any]] = dict(self.writer.existing) if self.writer else {}
+        self.todo = [p for p in problems if p.id not in self.done]
+        if self.done:
+            log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo), len(problems))
+            other = [i for i, r in self.done.items() if strategy_of(r) != strategy]
+            if other:
+                log.warning(
+                    "%s: %d records (e.g. %r) were not written by %s; they are kept as they are",
+                    out,
+                    len(other),
+                    other[0],
+                    strategy,
+                )
+        self.bar = tqdm(
+            total=len(problems), initial=len(problems) - len(self.todo), desc=strategy, unit="problem", disable=not progress
+        )
+
+    def finish(self, record: dict[str, Any]) -> None:
+        self.done[record["id"]] = record
+        if self.writer:
+            self.writer.write(record)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.writer:
+            self.writer.close()
+
+    def records(self, problems: Sequence[Problem]) -> list[dict[str, Any]]:
+        """Records in input order (problems missing from the run left out)."""
+        return [self.done[p.id] for p in problems if p.id in self.done]
+
+
+def chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def run_plan(
+    plan: Plan,
+    problems: Sequence[Problem],
+    *,
+    out: str | Path | None = None,
+    progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Drive `plan` over the problems not yet in `out`, chunk by chunk; records in input order.
+
+    `on_record` sees each record as its problem finishes (after it is written)."""
+    run = Run(problems, out, progress, plan.name)
+    try:
+        for chunk in chunks(run.todo, max(1, ROWS_PER_CHUNK // plan.rows_per_problem)):
+            for record in plan.solve(chunk):
+                record["run"] = plan.run_block
+                run.finish(record)
+                if on_record is not None:
+                    on_record(record)
+    finally:
+        run.close()
+    return run.records(problems)

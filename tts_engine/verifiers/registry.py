@@ -1,0 +1,80 @@
+"""One registry of verifiers, keyed by verification form, and one catalogue of the score kinds they write.
+
+A checkpoint names how it verifies in `tts_engine.json` (`verify_form`); a separate verifier is named by
+`--verifier-kind` (`process`). Each form is registered by its verifier's module (`register_verify_form`), each
+score kind with what it means (`register_score_kind`). Task packs (`tts_engine/tasks/*/`) register their own
+forms and kinds; they are loaded the first time a form is looked up. Adding a verifier is one new module
+with its class and one `register_verify_form` line (plus one line in BUILTIN_VERIFIER_MODULES).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable
+
+BUILTIN_VERIFIER_MODULES = (
+    "tts_engine.verifiers.unified",
+    "tts_engine.verifiers.checking",
+    "tts_engine.verifiers.process",
+)
+TASKS_PACKAGE = "tts_engine.tasks"
+
+
+@dataclass(frozen=True)
+class ScoreKind:
+    """One score a results line can carry for every sample."""
+
+    name: str
+    meaning: str
+    written_by: str
+    """The verifier (form or kind) that writes it; `every run` for the free baseline."""
+    higher_is_better: bool = True
+
+
+_FORMS: dict[str, Callable[[Any, Any], Any]] = {}
+_KINDS: dict[str, ScoreKind] = {}
+
+
+def register_verify_form(form: str, factory: Callable[[Any, Any], Any]) -> None:
+    """`factory(backend, prompt_config) -> verifier` serves checkpoints whose `verify_form` is `form`."""
+    if form in _FORMS and _FORMS[form] is not factory:
+        raise ValueError(f"verify form {form!r} is already registered")
+    _FORMS[form] = factory
+
+
+def register_score_kind(name: str, meaning: str, written_by: str, higher_is_better: bool = True) -> None:
+    _KINDS[name] = ScoreKind(name, meaning, written_by, higher_is_better)
+
+
+def _load_all() -> None:
+    for module in BUILTIN_VERIFIER_MODULES:
+        importlib.import_module(module)
+    tasks = importlib.import_module(TASKS_PACKAGE)
+    for pack in pkgutil.iter_modules(tasks.__path__):
+        importlib.import_module(f"{TASKS_PACKAGE}.{pack.name}")
+
+
+def verify_forms() -> list[str]:
+    """Every registered verification form (built-ins and task packs)."""
+    _load_all()
+    return sorted(_FORMS)
+
+
+def make_verifier(backend, prompt_config) -> Any:
+    """The verifier of `prompt_config.verify_form`, reading through `backend`."""
+    _load_all()
+    form = prompt_config.verify_form
+    if form not in _FORMS:
+        raise ValueError(f"verify_form must be one of {sorted(_FORMS)}, got {form!r}")
+    return _FORMS[form](backend, prompt_config)
+
+
+def score_kinds() -> dict[str, ScoreKind]:
+    """The catalogue: every score kind any registered verifier writes."""
+    _load_all()
+    return dict(_KINDS)
+
+
+register_score_kind("likelihood", "exp(mean token log-prob) of the sample itself: the free baseline", "every run")
