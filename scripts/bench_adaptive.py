@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from tts_engine.adaptive import confidence_key, parse_budgets, solve_adaptive_length, solve_adaptive_n
+from tts_engine.adaptive import AdaptiveConfig, confidence_key, parse_budgets
 from tts_engine.engine import Engine
 from tts_engine.models import DEFAULT_MODEL, default_problems_path
 from tts_engine.problems import load_problems
@@ -105,7 +105,7 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
     budgets, taus = parse_budgets(args.budgets), [float(t) for t in args.taus.split(",")]
     fixed_ns = int_list(args.fixed_n)
     common = dict(temperature=args.temperature, seed=args.seed, progress=False)
-    adaptive = dict(common, confidence_from=key, confidence_over=args.confidence_over)
+    adaptive = dict(confidence_from=key, confidence_over=args.confidence_over)
     rows = []
     for budget in budgets:
         name = f"fixed-length-{budget}"
@@ -119,22 +119,24 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
         rows.append(summarize(name, "fixed N", records, key, setting=f"N={k}, {args.max_new_tokens} tokens"))
     for tau in taus:
         name = f"adaptive-length-{args.confidence_over}-tau{tau}"
-        records = solve_adaptive_length(
-            engine, problems, n=args.n, budgets=budgets, tau=tau, out=out_dir / f"{name}.jsonl", **adaptive
+        records = engine.solve(
+            problems,
+            strategy="adaptive-length",
+            n=args.n,
+            adaptive=AdaptiveConfig(budgets=budgets, tau=tau, **adaptive),
+            out=out_dir / f"{name}.jsonl",
+            **common,
         )
         rows.append(summarize(name, "adaptive length", records, key, tau=tau, setting=f"tau={tau}"))
     for tau in taus:
         name = f"adaptive-n-{args.confidence_over}-tau{tau}"
-        records = solve_adaptive_n(
-            engine,
+        records = engine.solve(
             problems,
-            wave=args.wave,
-            min_n=args.min_n,
-            max_n=max(fixed_ns),
-            tau=tau,
+            strategy="adaptive-n",
+            adaptive=AdaptiveConfig(wave=args.wave, min_n=args.min_n, max_n=max(fixed_ns), tau=tau, **adaptive),
             max_new_tokens=args.max_new_tokens,
             out=out_dir / f"{name}.jsonl",
-            **adaptive,
+            **common,
         )
         mean_n = sum(r["adaptive"]["n_used"] for r in records) / max(1, len(records))
         rows.append(summarize(name, "adaptive N", records, key, tau=tau, setting=f"tau={tau}, mean N={mean_n:.1f}"))

@@ -25,8 +25,7 @@ from typing import Any, Sequence
 from tts_engine.engine import Engine
 from tts_engine.models import default_problems_path
 from tts_engine.problems import load_problems
-from tts_engine.search import SearchConfig, solve_search
-from tts_engine.search.runner import default_delimiter, step_scorer_for
+from tts_engine.search import SearchConfig
 
 GOAL_WALL_RATIO = 3.0
 """Beam search with N beams may take at most this many times the wall time of best-of-N (issue 14)."""
@@ -84,11 +83,11 @@ def run_all(args, engine, problems) -> list[dict[str, Any]]:
     for n in [int(x) for x in args.ns.split(",")]:
         runs = {
             "best-of-n": lambda: engine.solve(problems, n=n, out=fresh(out / f"bon_{n}.jsonl"), **common),
-            "beam": lambda: solve_search(
-                engine, problems, "beam", config, n=n, out=fresh(out / f"beam_{n}.jsonl"), **common
+            "beam": lambda: engine.solve(
+                problems, strategy="beam", search=config, n=n, out=fresh(out / f"beam_{n}.jsonl"), **common
             ),
-            "dvts": lambda: solve_search(
-                engine, problems, "dvts", config, n=n, out=fresh(out / f"dvts_{n}.jsonl"), **common
+            "dvts": lambda: engine.solve(
+                problems, strategy="dvts", search=config, n=n, out=fresh(out / f"dvts_{n}.jsonl"), **common
             ),
         }
         for name, solve in runs.items():
@@ -176,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         process_aggregation=args.step_aggregation or "last",
     )
     if args.step_aggregation is None:  # the scorer's own; each run below builds its own scorer, sharing no reads
-        scorer = step_scorer_for(engine, default_delimiter(engine))
+        scorer = engine.step_scorer(engine.prompt_config.step_delimiter)
         args.step_aggregation = SearchConfig().for_scorer(scorer).step_aggregation
     problems = spread(load_problems(args.problems or default_problems_path()), args.limit)
     out = Path(args.out)

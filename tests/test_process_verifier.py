@@ -170,11 +170,12 @@ def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
     assert type(make_verifier(FakeBackend([]), PromptConfig())).__name__ == "UnifiedVerifier"
 
 
-def test_prompt_config_rejects_an_unknown_verify_form():
+def test_an_unknown_verify_form_fails_naming_the_registered_ones():
     from tts_engine.prompts import PromptConfig
+    from tts_engine.verifiers import make_verifier
 
-    with pytest.raises(ValueError, match="verify_form must be one of"):
-        PromptConfig(verify_form="maybe")
+    with pytest.raises(ValueError, match=r"verify_form must be one of \[.*'recompute'.*'yes_no'\], got 'maybe'"):
+        make_verifier(FakeBackend([]), PromptConfig(verify_form="maybe"))
 
 
 def test_check_step_scorer_reads_the_marks_of_a_partial_solution():

@@ -43,7 +43,8 @@ class PromptConfig:
     (`tts_engine.verifiers.registry`): `yes_no`, one verdict token right after `verify_suffix` (RL^V); `check`,
     it first writes a check of every step after `check_suffix`, then the verdict; `resolve`, its check solves
     the problem again and two reads compare the solution with it (`verifier_answer`, `verifier_path`); task packs
-    add theirs (`recompute`: the arithmetic task's units-first recompute check)."""
+    add theirs (`recompute`: the arithmetic task's units-first recompute check). An unknown form fails when the
+    verifier is built (`make_verifier`), naming the registered ones."""
     check_suffix: str = CHECK_REQUEST
     """Appended to prompt + solution to ask for a step-by-step check (plain models; the `check` form and
     process verifiers); `{problem}` in it is replaced by the problem (restated next to the check; units digit
@@ -72,10 +73,6 @@ class PromptConfig:
             raise ValueError("step_delimiter must be a non-empty string, got ''")
         if self.verify_form == "check" and self.check_answer_score:
             self.verify_form = "resolve"  # the older spelling of the re-solving form
-        from .verifiers.registry import verify_forms
-
-        if self.verify_form not in verify_forms():
-            raise ValueError(f"verify_form must be one of {verify_forms()}, got {self.verify_form!r}")
         self.check_answer_score = self.verify_form == "resolve"
         if self.check_max_tokens < 1:
             raise ValueError(f"check_max_tokens must be >= 1, got {self.check_max_tokens}")

@@ -30,6 +30,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "verify_time_s": sum(r.get("verify_time_s", 0.0) for r in records),
         "judged_pairs": sum(r.get("judged_pairs", 0) for r in records),
         "grader": records[0].get("run", {}).get("grader", "rule") if records else "rule",
+        "score_kinds": list(samples[0]["scores"]) if samples else [],
     }
 
 
@@ -37,7 +38,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     """A plain-text table a terminal shows well."""
     lines = [f"problems: {summary['problems']} ({summary['graded']} with a reference), samples: {summary['samples']}"]
     if summary["accuracy"]:
-        lines.append(f"{'strategy':<34}{'accuracy':>10}")
+        lines.append(f"{'aggregation':<34}{'accuracy':>10}")
         if summary["pass@1"] is not None:
             lines.append(f"{'pass@1 (mean over samples)':<34}{summary['pass@1']:>10.3f}")
         for key, acc in summary["accuracy"].items():
@@ -49,6 +50,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
         f"time: {summary['time_s']:.1f} s" + _verify_share(summary)
     )
+    lines += _kind_legend(summary.get("score_kinds", []))
     if summary["grader"] != "rule":
         lines.append(f"answer pairs sent to the judge: {summary['judged_pairs']}")
     return "\n".join(lines)
@@ -59,3 +61,11 @@ def _verify_share(summary: dict[str, Any]) -> str:
     if not summary["verify_time_s"] or not summary["time_s"]:
         return ""
     return f" ({100 * summary['verify_time_s'] / summary['time_s']:.0f}% of it verifying)"
+
+
+def _kind_legend(kinds: Sequence[str]) -> list[str]:
+    """What each score kind of the table means (the catalogue, `tts_engine.verifiers.score_kinds`)."""
+    from .verifiers.registry import score_kinds
+
+    catalogue = score_kinds()
+    return [f"  {kind}: {catalogue[kind].meaning}" for kind in kinds if kind in catalogue]
