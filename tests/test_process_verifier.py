@@ -180,8 +180,7 @@ def test_an_unknown_verify_form_fails_naming_the_registered_ones():
 
 def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers.checking import CheckingVerifier
-    from tts_engine.verifiers.checking import CheckStepScorer
+    from tts_engine.verifiers.checking import CheckingVerifier, CheckStepScorer
 
     config = PromptConfig(use_chat_template=False, verify_form="check")
     partial = "4*28=112 vs 112 +\n94+18=113 vs 112 -\nboxed ? -\nverdict:No"  # 2 steps written, no answer yet
@@ -259,9 +258,7 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
     read = len(backend.encode(prompt)) + len(backend.encode(continuation))  # no prefix cache: all of it computed
     read += len(backend.encode("q\n" + right + "<|endoftext|>Again.\n")) + len(backend.encode("174\nanswer"))
     plain = dataclasses.replace(config, verify_form="check", check_answer_score=False)
-    [[checked, *_]] = make_verifier(ContinuationBackend([check], "174\n"), plain).score(
-        ["q"], ["q\n"], [[right]]
-    )
+    [[checked, *_]] = make_verifier(ContinuationBackend([check], "174\n"), plain).score(["q"], ["q\n"], [[right]])
     assert a.tokens == checked.tokens + read  # the answer read counts as verifier compute
 
 

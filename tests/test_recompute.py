@@ -172,8 +172,8 @@ def test_a_line_whose_length_is_off_is_judged_at_its_first_difference_then_skipp
 
 
 def test_planted_errors_are_all_caught_by_the_targets():
-    from tts_engine.training.recompute import planted_solution
     from tts_engine.tasks.arith.generator import make_problem_set
+    from tts_engine.training.recompute import planted_solution
 
     rng = random.Random(0)
     for problem in make_problem_set(seed=11, per_level=4):
