@@ -112,7 +112,7 @@ def test_bench_lists_the_same_engine_options_as_solve():
         "--backend",
         "--verifier-kind",
         "--verifier-model",
-        "--process-aggregation",
+        "--process-headline",
         "--score-norm",
         "--grader",
         "--judge-model",

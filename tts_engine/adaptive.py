@@ -294,7 +294,7 @@ class _CachedVerifier:
 
     def __init__(self, verifier):
         self.inner, self.name, self.kinds = verifier, verifier.name, verifier.kinds
-        self.headline_kind = getattr(verifier, "headline_kind", None)
+        self.headline_kind = verifier.headline_kind
         self.cache: dict[tuple[str, str, str], Any] = {}
 
     def score(self, questions, prompts, outputs):

@@ -34,8 +34,11 @@ class EngineOptions:
     a search (--strategy beam|dvts, needs --verifier-model); none: likelihood only."""
     verifier_model: str | None = None
     """A separate verifier checkpoint (unified or process)."""
-    process_aggregation: str = setting("final", choices=AGGREGATIONS)
-    """process verifier: headline score from the final verdict or from step scores (all are recorded)."""
+    process_aggregation: str = setting(
+        "final", flag="--process-headline", deprecated=("--process-aggregation",), choices=AGGREGATIONS
+    )
+    """process verifier: its headline score `process` from the final verdict or from its step verdicts aggregated
+    (all are recorded). Not to be confused with a search's --step-aggregation (how a beam is ranked)."""
     score_norm: str = setting("yes_no", choices=SCORE_NORMS)
     """Headline normalisation of P(Yes) (both are always recorded)."""
     grader: str = setting("rule", choices=GRADERS)
