@@ -159,7 +159,7 @@ def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if compute is None or reference is None:
                 table[name][axis] = {"reaches_at": None, "ratio": None, "note": "no parameter count in the run"}
                 continue
-            result = efficiency_ratio(compute, entry["accuracy"], target, reference[-1])
+            result = efficiency_ratio(compute, entry["accuracy"], target, reference[-1], entry.get("se_subsets"))
             if name == "majority" and result["ratio"] and result["ratio"] > 1 + 1e-9 and not result["note"]:
                 result["note"] = "majority's own curve reaches its k=N accuracy before N (flat or noisy near N)"
             table[name][axis] = result

@@ -81,9 +81,11 @@ def format_table(c: dict[str, Any]) -> str:
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
         samples, tokens = axes["samples"], axes["tokens"]
+        slack = f"within {samples['tolerance']:.4f} (2 s.e. of the subsets)" if samples.get("tolerance") else ""
+        note = "; ".join(text for text in (slack, samples["note"]) if text)
         lines.append(
             f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
-            f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {samples['note']}"
+            f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {note}"
         )
     lines.extend(format_groups(c))
     lines.extend(format_verifier(c.get("verifier") or {}))

@@ -135,3 +135,13 @@ def test_verifier_metrics_cover_every_score_kind_and_skip_unknown_labels():
     assert metrics["a"]["num_samples"] == 3  # the problem without a reference is left out
     assert metrics["a"]["auroc"] == 1.0 and metrics["b"]["auroc"] == 0.0
     assert metrics["a"]["accuracy_on_wrong"] == 1.0  # the no-answer sample is wrong and rejected
+
+
+def test_a_point_within_two_subset_standard_errors_reaches_the_target():
+    # 0.996 at k = 8 is an estimate with se .003: within 2 s.e. of the target 1.0, so it reaches there (no
+    # interpolation past it); with exact points (no se) it does not, and the crossing waits for k = 16
+    compute, accuracy, se = [1, 2, 4, 8, 16], [0.9, 0.95, 0.98, 0.996, 1.0], [0.01, 0.008, 0.005, 0.003, 0.0]
+    noisy = efficiency_ratio(compute, accuracy, 1.0, reference_compute=64, se_subsets=se)
+    assert noisy["reaches_at"] == 8 and noisy["ratio"] == 8 and noisy["tolerance"] == pytest.approx(0.006)
+    exact = efficiency_ratio(compute, accuracy, 1.0, reference_compute=64)
+    assert exact["reaches_at"] == pytest.approx(16) and exact["tolerance"] is None
