@@ -88,9 +88,20 @@ def format_table(c: dict[str, Any]) -> str:
             f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {note}"
         )
     lines.extend(format_groups(c))
+    lines.extend(format_kinds(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
     lines.extend(f"note: {note}" for note in c["notes"])
     return "\n".join(lines)
+
+
+def format_kinds(c: dict[str, Any]) -> list[str]:
+    """What each score kind of the curves means, from the engine's catalogue (kinds it does not know: none)."""
+    from tts_engine.verifiers import score_kinds
+
+    catalogue = score_kinds()
+    kinds = dict.fromkeys(name.split(":", 1)[1] for name in c["strategies"] if ":" in name)
+    known = [kind for kind in kinds if kind in catalogue]
+    return ["score kinds:"] + [f"  {kind}: {catalogue[kind].meaning}" for kind in known] if known else []
 
 
 def format_groups(c: dict[str, Any]) -> list[str]:
