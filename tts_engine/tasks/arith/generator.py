@@ -170,10 +170,27 @@ def bundled_problems_path() -> Path:
     return DEFAULT_PROBLEMS / "arith.jsonl"
 
 
-def write_problem_set(path: str | Path, seed: int = EVAL_SEED, per_level: int = EVAL_PER_LEVEL) -> Path:
+def parse_levels(text: str) -> tuple[int, ...]:
+    """'1-5' or '1,2,6-8' -> the levels, each >= 1; a clear error otherwise."""
+    levels: list[int] = []
+    try:
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            low, _, high = part.partition("-")
+            levels += range(int(low), int(high or low) + 1)
+    except ValueError:
+        raise ValueError(f"levels must be like 1-5 or 1,2,6-8, got {text!r}") from None
+    if not levels or min(levels) < 1:
+        raise ValueError(f"levels must be integers >= 1, got {text!r}")
+    return tuple(dict.fromkeys(levels))
+
+
+def write_problem_set(
+    path: str | Path, seed: int = EVAL_SEED, per_level: int = EVAL_PER_LEVEL, levels: tuple[int, ...] = LEVELS
+) -> Path:
+    """`per_level` problems of each level (default: the trained levels 1-5; any level >= 1 is L + 1 operations)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(p.to_record()) for p in make_problem_set(seed, LEVELS, per_level)]
+    lines = [json.dumps(p.to_record()) for p in make_problem_set(seed, levels, per_level)]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -183,8 +200,9 @@ def main() -> None:
     parser.add_argument("--out", default="tts_engine/assets/problems/arith.jsonl")
     parser.add_argument("--seed", type=int, default=EVAL_SEED)
     parser.add_argument("--per-level", type=int, default=EVAL_PER_LEVEL)
+    parser.add_argument("--levels", type=parse_levels, default=LEVELS, help="e.g. 1-5 (default) or 6-8")
     args = parser.parse_args()
-    print(write_problem_set(args.out, args.seed, args.per_level))
+    print(write_problem_set(args.out, args.seed, args.per_level, args.levels))
 
 
 if __name__ == "__main__":
