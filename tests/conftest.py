@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny models built from configs in code (no network, no downloads)."""
+"""Shared fixtures: tiny models built from configs in code (no network, no downloads), and the committed
+checkpoints, whose absence fails a test instead of skipping it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tts_engine.models import (  # noqa: E402
+    DEFAULT_MODEL,
+    TANGO_GENERATOR,
+    TANGO_VERIFIER,
+    MissingAssetError,
+    require_checkpoint,
+)
 from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint  # noqa: E402
 
 
@@ -35,11 +43,33 @@ RESOLVING_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "jo
 checkpoints/ folder: the real model behind the re-solving verifier's tests."""
 
 
+def committed_checkpoint(path: Path, what: str) -> str:
+    """`path` as a string if every serving file of the committed checkpoint is there; else the test FAILS
+    (never skips): a missing committed asset is a broken checkout, not an optional feature."""
+    try:
+        return str(require_checkpoint(path, what))
+    except MissingAssetError as err:
+        pytest.fail(str(err), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def resolving_checkpoint():
-    if not (RESOLVING_CHECKPOINT / "model.safetensors").is_file():
-        pytest.skip(f"{RESOLVING_CHECKPOINT} is not in this checkout")
-    return str(RESOLVING_CHECKPOINT)
+    return committed_checkpoint(RESOLVING_CHECKPOINT, "the re-solving checkpoint (checkpoints/joint_resolve)")
+
+
+@pytest.fixture(scope="session")
+def default_model_dir():
+    """The embedded default model (tts_engine/assets/default_model), checked: the test fails if it is missing."""
+    return committed_checkpoint(DEFAULT_MODEL, "the embedded default model")
+
+
+@pytest.fixture(scope="session")
+def tango_pair():
+    """(generator, verifier) paths of the shipped Tango pair (tts_engine/assets/tango), checked."""
+    return (
+        committed_checkpoint(TANGO_GENERATOR, "the shipped Tango generator"),
+        committed_checkpoint(TANGO_VERIFIER, "the shipped Tango verifier"),
+    )
 
 
 SHARED_DATA = Path(os.environ.get("TTS_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -179,9 +179,9 @@ def test_greedy_matches_the_hf_backend(server, hf, model_dir):
     got = backend(server, model_dir, max_concurrency=3).generate(PROMPTS, params)
     want = hf.generate(PROMPTS, params)
     assert all(b["n"] == 1 and b["return_token_ids"] for b in server.bodies)
-    for got_samples, want_samples, prompt in zip(got, want, PROMPTS):
+    for got_samples, want_samples, prompt in zip(got, want, PROMPTS, strict=True):
         assert len(got_samples) == 3
-        for g, w in zip(got_samples, want_samples):
+        for g, w in zip(got_samples, want_samples, strict=True):
             assert (g.text, g.token_ids, g.finish_reason) == (w.text, w.token_ids, w.finish_reason)
             assert g.logprobs == pytest.approx(w.logprobs, abs=1e-5)
             assert g.num_prompt_tokens == len(hf.encode(prompt))
@@ -214,7 +214,7 @@ def test_yes_no_logprobs_exact_with_extensions(server, hf):
     got = backend(server).yes_no_logprobs(prompts, yes, no)
     want = reference_yes_no(hf, prompts, yes, no)
     assert server.bodies[0]["logprob_token_ids"] == [yes, no]
-    for (gy, gn), (wy, wn) in zip(got, want):
+    for (gy, gn), (wy, wn) in zip(got, want, strict=True):
         assert gy == pytest.approx(wy, abs=1e-4) and gn == pytest.approx(wn, abs=1e-4)
 
 
@@ -225,7 +225,7 @@ def test_yes_no_logprobs_top20_exact_or_upper_bound(hf, model_dir):
         prompts = [p + " ok\n" for p in PROMPTS]
         got = backend(plain, model_dir, vllm_extensions=False).yes_no_logprobs(prompts, yes, no)
         want = reference_yes_no(hf, prompts, yes, no)
-        for prompt, g, w in zip(prompts, got, want):
+        for prompt, g, w in zip(prompts, got, want, strict=True):
             top = plain.top({}, hf.encode(prompt))
             for token, gv, wv in ((yes, g[0], w[0]), (no, g[1], w[1])):
                 if hf.decode([token]) in top:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -54,7 +55,16 @@ def test_bad_max_tokens_is_named():
 
 
 def test_prompt_seed_depends_on_seed_and_prompt_only():
-    assert vb.prompt_seed(0, "a") == vb.prompt_seed(0, "a")
+    import subprocess
+    import sys
+
+    # the same in another process with another string-hash salt (a resumed run, another shard)
+    code = "from tts_engine.backends import vllm as vb; print(vb.prompt_seed(0, 'a'), vb.prompt_seed(7, 'b'))"
+    other = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": "12345"}, capture_output=True, text=True
+    )
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.split() == [str(vb.prompt_seed(0, "a")), str(vb.prompt_seed(7, "b"))]
     assert vb.prompt_seed(0, "a") != vb.prompt_seed(0, "b")
     assert vb.prompt_seed(0, "a") != vb.prompt_seed(1, "a")
     assert vb.prompt_seed(None, "a") is None

@@ -6,7 +6,6 @@ from click.testing import CliRunner
 
 from tts_engine.cli import main
 from tts_engine.engine import Engine
-from tts_engine.models import ASSETS
 from tts_engine.problems import load_problems
 from tts_engine.results import ResultsWriter, read_results
 
@@ -175,7 +174,7 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
     assert engine.backend.max_batch_rows == 8
 
 
-def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint):
+def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint, tango_pair):
     from tts_engine.verifiers.checking import ResolvingVerifier
 
     default = Engine(resolving_checkpoint)  # the previous default re-solves once, greedy
@@ -188,15 +187,16 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file, re
     assert bad.exit_code != 0 and "unknown check settings ['check_speed']" in bad.output
     invalid = CliRunner().invoke(main, ["solve", str(problems_file), "--check-option", "check_samples=0"])
     assert invalid.exit_code != 0 and "check_samples must be >= 1" in invalid.output
-    tango = str(ASSETS / "tango" / "verifier")  # a process verifier takes the same overrides
+    tango = tango_pair[1]  # a process verifier takes the same overrides
     process = Engine(verifier="process", verifier_model=tango, check_options={"check_max_tokens": 64})
     assert process.verifier.params.max_new_tokens == 64
 
 
-def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only():
+@pytest.mark.weights
+def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only(default_model_dir):
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
-    engine = Engine()
+    engine = Engine()  # no model: the embedded default (default_model_dir: checked present, never skipped)
     assert isinstance(engine.verifier, RecomputeVerifier) and engine.headline_kind == "verifier_recompute"
     problem = "Compute left to right: 12*5+19-7."
     lines = ["12*5=60", "60+19=79", "79-7=72"]
@@ -215,6 +215,7 @@ def test_the_default_recomputes_its_solutions_and_believes_the_right_one_only():
     assert scores[1].first_error == 1 and scores[0].first_error == -1  # the step the wrong result is on
 
 
+@pytest.mark.weights
 def test_the_re_solving_checkpoint_believes_the_path_of_a_right_solution_only(resolving_checkpoint):
     engine = Engine(resolving_checkpoint)
     problem = "Compute left to right: 12*5+19."
@@ -233,6 +234,7 @@ def test_the_re_solving_checkpoint_believes_the_path_of_a_right_solution_only(re
     assert all(a.tokens < s.tokens for a, s in zip(read_alone, scores))
 
 
+@pytest.mark.weights
 def test_the_path_read_does_not_believe_a_solution_that_stops_early(resolving_checkpoint):
     engine = Engine(resolving_checkpoint, check_options={"check_resolve": False})
     problem = "Compute left to right: 8+41-4-34+7*9*2."
@@ -243,12 +245,8 @@ def test_the_path_read_does_not_believe_a_solution_that_stops_early(resolving_ch
     assert right.scores["verifier_path"] > 0.5 > 0.1 > stopped.scores["verifier_path"]
 
 
-def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
-    from pathlib import Path
-
-    assets = Path(__import__("tts_engine").__file__).parent / "assets" / "tango"
-    if not (assets / "verifier" / "config.json").is_file():
-        pytest.skip("no shipped process verifier")
+def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tango_pair):
+    generator, verifier = tango_pair
     out = tmp_path / "p.jsonl"
     result = CliRunner().invoke(
         main,
@@ -256,11 +254,11 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
             "solve",
             str(problems_file),
             "--model",
-            str(assets / "generator"),
+            generator,
             "--verifier-kind",
             "process",
             "--verifier-model",
-            str(assets / "verifier"),
+            verifier,
             "--process-aggregation",
             "min",
             "--n",
@@ -280,7 +278,7 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file):
     assert {"process", "process_final", "process_min"} <= set(record["samples"][0]["scores"])
     assert "weighted:process_min" in record["strategies"]
     with pytest.raises(ValueError, match="needs a process verifier checkpoint"):
-        Engine(str(assets / "generator"), verifier="process")
+        Engine(generator, verifier="process")
 
 
 def test_samples_too_long_to_verify_score_zero_and_never_fail(tiny_model_dir, problems_file):

@@ -70,7 +70,7 @@ def test_yes_no_logprobs_match_full_logits(hf_backend):
     yes, no = hf_backend.encode("Yes")[0], hf_backend.encode("No")[0]
     prompts = ["3+4=7\nIs this solution correct? Answer Yes or No.\n", "short"]
     got = hf_backend.yes_no_logprobs(prompts, yes, no)
-    for prompt, (ly, ln) in zip(prompts, got):
+    for prompt, (ly, ln) in zip(prompts, got, strict=True):
         with torch.no_grad():
             logp = torch.log_softmax(hf_backend.model(torch.tensor([hf_backend.encode(prompt)])).logits[0, -1], -1)
         assert ly == pytest.approx(logp[yes].item(), abs=1e-4)
@@ -83,7 +83,7 @@ def test_continuation_logprobs_sum_the_teacher_forced_token_log_probs(hf_backend
     prompts, continuations = ["12+3=", "a much longer prompt 7*8="], ["15\n", "56\n"]
     got = hf_backend.continuation_logprobs(prompts, continuations)
     per_token = hf_backend.continuation_token_logprobs(prompts, continuations)
-    for prompt, cont, value, tokens in zip(prompts, continuations, got, per_token):
+    for prompt, cont, value, tokens in zip(prompts, continuations, got, per_token, strict=True):
         p, c = hf_backend.encode(prompt), hf_backend.encode(cont)
         with torch.no_grad():
             logp = torch.log_softmax(hf_backend.model(torch.tensor([p + c])).logits[0].float(), -1)  # (T, V)

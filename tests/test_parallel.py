@@ -158,6 +158,6 @@ def test_two_local_workers_match_one_process(tmp_path, tiny_model_dir):
     single = tmp_path / "single.jsonl"
     result = CliRunner().invoke(main, ["solve", str(problems), *solve, "--out", str(single), "--quiet"])
     assert result.exit_code == 0, result.output
-    for sharded, whole in zip(merged, read_results(single)):
+    for sharded, whole in zip(merged, read_results(single), strict=True):
         assert [s["text"] for s in sharded["samples"]] == [s["text"] for s in whole["samples"]]
         assert sharded["strategies"]["majority"]["answer"] == whole["strategies"]["majority"]["answer"]

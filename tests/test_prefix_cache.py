@@ -56,7 +56,7 @@ def test_samples_are_the_same_with_and_without_the_cache(model_and_tokenizer):
     params1 = SamplingParams(n=1, temperature=1.0, max_new_tokens=12, seed=1)
     with_cache = cached.generate(follow, params1)
     without = plain.generate(follow, params1)
-    for a, b, text in zip(with_cache, without, follow):
+    for a, b, text in zip(with_cache, without, follow, strict=True):
         assert a[0].text == b[0].text
         assert a[0].logprobs == pytest.approx(b[0].logprobs, abs=1e-4)
         assert a[0].num_cached_tokens > 0 and b[0].num_cached_tokens == 0
@@ -74,6 +74,6 @@ def test_verifier_scores_reuse_the_cache_and_match(model_and_tokenizer):
     yes, no = 80, 81
     got = cached.yes_no_logprobs(queries, yes, no)
     want = plain.yes_no_logprobs(queries, yes, no)
-    for (a, b), (c, d) in zip(got, want):
+    for (a, b), (c, d) in zip(got, want, strict=True):
         assert math.isclose(a, c, abs_tol=1e-4) and math.isclose(b, d, abs_tol=1e-4)
     assert plain.cached_prefix_tokens(queries) == [0] * len(queries)

@@ -42,16 +42,15 @@ def test_the_sft_baseline_is_the_verdicts_cross_entropy_against_the_outcome():
 
 
 @pytest.fixture(scope="module")
-def trainer(tmp_path_factory):
+def trainer(tmp_path_factory, default_model_dir):
     """A trainer whose two models start from the embedded default (which already recomputes units digit first)."""
-    from tts_engine.models import DEFAULT_MODEL
     from tts_engine.training.tango import TangoConfig
     from tts_engine.training.tango_recompute import RecomputeTangoTrainer
 
     root = tmp_path_factory.mktemp("tango_recompute")
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=4)
     config = TangoConfig(
-        init_dir=str(DEFAULT_MODEL), out_dir=str(root / "run"), verifier_form="recompute", max_new_tokens=96, **micro
+        init_dir=default_model_dir, out_dir=str(root / "run"), verifier_form="recompute", max_new_tokens=96, **micro
     )
     return RecomputeTangoTrainer(config)
 
@@ -67,6 +66,7 @@ def batch_of(trainer, solutions, truth):
     return VerifierBatch(vprompts, [PROBLEM] * len(solutions), samples, truth, torch.tensor([truth], dtype=float))
 
 
+@pytest.mark.weights
 def test_sampled_verifications_write_each_line_after_the_solutions_own(trainer):
     checked = trainer.sampled_verifications(batch_of(trainer, [RIGHT, WRONG], [True, False]))
     assert [k for k, *_ in checked] == [0, 1]
@@ -79,6 +79,7 @@ def test_sampled_verifications_write_each_line_after_the_solutions_own(trainer):
     assert all(sample.text.strip() == pieces[0].strip() for sample in lines[0])
 
 
+@pytest.mark.weights
 def test_process_rewards_read_each_lines_probability(trainer):
     from tts_engine.prompts import build_prompt
 
@@ -90,15 +91,15 @@ def test_process_rewards_read_each_lines_probability(trainer):
     assert no_answer.steps is None and no_answer.final is False
 
 
-def test_a_micro_run_trains_serves_and_resumes(tmp_path):
-    from tts_engine.models import DEFAULT_MODEL
+@pytest.mark.weights
+def test_a_micro_run_trains_serves_and_resumes(tmp_path, default_model_dir):
     from tts_engine.prompts import PromptConfig
     from tts_engine.training.tango import TangoConfig, train_tango
     from tts_engine.training.tango_recompute import RecomputeTangoTrainer
 
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=2)
     config = TangoConfig(
-        init_dir=str(DEFAULT_MODEL),
+        init_dir=default_model_dir,
         out_dir=str(tmp_path),
         verifier_form="recompute",
         warmup_steps=1,
@@ -118,15 +119,15 @@ def test_a_micro_run_trains_serves_and_resumes(tmp_path):
     assert resumed.step_count == 5
 
 
-def test_the_table_reads_a_recompute_verifier_as_a_process_verifier():
+@pytest.mark.weights
+def test_the_table_reads_a_recompute_verifier_as_a_process_verifier(default_model_dir):
     from tts_engine.backends.hf import HFBackend
     from tts_engine.eval.process_eval import RecomputeAsProcess
-    from tts_engine.models import DEFAULT_MODEL
     from tts_engine.prompts import PromptConfig, build_prompt
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
-    config = PromptConfig.load(DEFAULT_MODEL)
-    verifier = RecomputeAsProcess(RecomputeVerifier(HFBackend(str(DEFAULT_MODEL), device="cpu"), config))
+    config = PromptConfig.load(default_model_dir)
+    verifier = RecomputeAsProcess(RecomputeVerifier(HFBackend(default_model_dir, device="cpu"), config))
     [[right, wrong]] = verifier.score([PROBLEM], [build_prompt(config, PROBLEM)], [[RIGHT, WRONG]])
     assert right.scores["process_final"] > 0.5 > wrong.scores["process_final"]
     assert wrong.scores["process_min"] == pytest.approx(min(wrong.step_scores))
@@ -134,14 +135,14 @@ def test_the_table_reads_a_recompute_verifier_as_a_process_verifier():
     assert (right.first_error, wrong.first_error) == (-1, 1)
 
 
-def test_the_rl_step_updates_the_verifier_on_groups_whose_verdicts_differ(tmp_path, monkeypatch):
-    from tts_engine.models import DEFAULT_MODEL
+@pytest.mark.weights
+def test_the_rl_step_updates_the_verifier_on_groups_whose_verdicts_differ(tmp_path, monkeypatch, default_model_dir):
     from tts_engine.training.tango import TangoConfig
     from tts_engine.training.tango_recompute import RecomputeTangoTrainer
 
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=16)
     config = TangoConfig(
-        init_dir=str(DEFAULT_MODEL), out_dir=str(tmp_path), verifier_form="recompute", temperature=1.3, **micro
+        init_dir=default_model_dir, out_dir=str(tmp_path), verifier_form="recompute", temperature=1.3, **micro
     )
     trainer = RecomputeTangoTrainer(config)
     monkeypatch.setattr(trainer, "verifier_batch", lambda: batch_of(trainer, [RIGHT, WRONG], [True, False]))

@@ -1,12 +1,13 @@
 import json
 
+import pytest
 import torch
 
 from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.tasks.arith.generator import ProblemStream
 from tts_engine.tiny import TinyModelConfig
 from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.sft import SFTConfig, sft_loss, train_sft
-from tts_engine.tasks.arith.generator import ProblemStream
 
 MICRO = TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=256)
 
@@ -29,14 +30,31 @@ def test_sft_loss_decreases_on_a_fixed_batch():
 
 
 def test_sft_loss_counts_only_the_solution():
+    torch.manual_seed(0)
     model, tok = ckpt.new_model(MICRO)
-    a = sft_loss(model, tok, ["Compute left to right: 1+1.\n"], ["1+1=2\n\\boxed{2}"])
-    b = sft_loss(model, tok, ["Compute left to right: 9+1.\n"], ["1+1=2\n\\boxed{2}"])
-    assert not torch.isclose(a, b)  # the prompt conditions the solution ...
-    model.zero_grad()
-    # ... but changing only the last prompt token's target is not scored: the loss mask starts after the prompt
-    ids = tok.encode("Compute left to right: 1+1.\n", add_special_tokens=False)
-    assert len(ids) == len("Compute left to right: 1+1.\n")
+    prompts = ["Compute left to right: 1+1.\n", "Compute left to right: 12*3-4.\n"]  # rows of unequal length
+    solutions = ["1+1=2\n\\boxed{2}", "12*3=36\n36-4=32\n\\boxed{32}"]
+    got = sft_loss(model, tok, prompts, solutions)
+    # the reference: each row alone (no padding), every token's log-probability, then the mean over the
+    # solution's tokens and its end token only
+    solution_logp, every_logp = [], []
+    with torch.no_grad():
+        for prompt, solution in zip(prompts, solutions):
+            p = tok.encode(prompt, add_special_tokens=False)
+            c = tok.encode(solution, add_special_tokens=False) + [tok.eos_token_id]
+            ids = torch.tensor([p + c])
+            logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)  # (T-1, V)
+            token_logp = logp.gather(-1, ids[0, 1:, None]).squeeze(-1)  # (T-1,): log P(token t+1 | <= t)
+            solution_logp.append(token_logp[len(p) - 1 :])  # the targets from the solution's first token on
+            every_logp.append(token_logp)
+    expected = -torch.cat(solution_logp).mean()
+    assert len(torch.cat(solution_logp)) == sum(len(tok.encode(s, add_special_tokens=False)) + 1 for s in solutions)
+    assert got.item() == pytest.approx(expected.item(), rel=1e-5)
+    # the reference tells the two apart: counting the prompt's tokens too would give another value
+    assert -torch.cat(every_logp).mean().item() != pytest.approx(expected.item(), rel=1e-3)
+    # the prompt still conditions the solution: the same solution after another prompt costs another loss
+    other = sft_loss(model, tok, ["Compute left to right: 9+1.\n"], solutions[:1])
+    assert other.item() != pytest.approx(sft_loss(model, tok, prompts[:1], solutions[:1]).item(), rel=1e-6)
 
 
 def test_checkpoint_round_trip_and_resume(tmp_path):
