@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from tts_engine.adaptive import AdaptiveConfig, confidence_key, parse_budgets
 from tts_engine.engine import Engine
-from tts_engine.models import DEFAULT_MODEL, default_problems_path
+from tts_engine.models import default_model_path, default_problems_path
 from tts_engine.problems import load_problems
 
 GOAL_TOKEN_FRACTION = 0.6
@@ -63,15 +63,10 @@ def int_list(text: str) -> list[int]:
 
 
 def pick_model(model: str | None) -> tuple[str | None, str]:
-    """The model to serve and a sentence saying which it is."""
+    """The model to serve and a sentence saying which it is (a missing embedded default fails loudly)."""
     if model:
         return model, f"model: {model}"
-    if (DEFAULT_MODEL / "config.json").is_file():
-        return None, f"model: the embedded default ({DEFAULT_MODEL})"
-    return None, (
-        "model: NO embedded default is installed; serving a random tiny model, so accuracy is ~0 and "
-        "only the token accounting is meaningful"
-    )
+    return None, f"model: the embedded default ({default_model_path()})"
 
 
 def pick_problems(path: str | None, levels: str, limit: int):

@@ -259,7 +259,7 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tango_
             "process",
             "--verifier-model",
             verifier,
-            "--process-aggregation",
+            "--process-headline",
             "min",
             "--n",
             "2",
@@ -290,6 +290,7 @@ def test_samples_too_long_to_verify_score_zero_and_never_fail(tiny_model_dir, pr
         record = engine.solve(problems, n=2, max_new_tokens=30, progress=False)[0]
     finally:
         engine.backend.model.config.max_position_embeddings = limit
+    assert len(record["samples"]) == 2
     for sample in record["samples"]:
         assert sample["verifier_status"] == "too_long"
         assert sample["scores"]["verifier_yes_no"] == 0.0 and sample["verifier_tokens"] == 0

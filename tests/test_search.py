@@ -6,7 +6,6 @@ import pytest
 
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
-from tts_engine.models import ASSETS
 from tts_engine.problems import Problem
 from tts_engine.results import read_results
 from tts_engine.sampling import row_seed
@@ -280,9 +279,10 @@ def bundled(count):
     return load_problems(default_problems_path())[:: 200 // count]
 
 
+@pytest.mark.weights
 @pytest.mark.parametrize("strategy", ["beam", "dvts"])
-def test_shipped_model_with_its_unified_verifier(strategy, tmp_path):
-    engine = Engine()  # the embedded default, unified verifier
+def test_shipped_model_with_its_unified_verifier(strategy, tmp_path, default_model_dir):
+    engine = Engine(default_model_dir)  # the embedded default, its own verifier
     records = solve_search(
         engine,
         bundled(2),
@@ -329,10 +329,9 @@ def test_search_refuses_the_path_read_alone_with_a_clear_error(resolving_checkpo
         engine.step_scorer("\n")
 
 
-def test_shipped_tango_pair_with_the_process_verifier():
-    engine = Engine(
-        str(ASSETS / "tango" / "generator"), verifier="process", verifier_model=str(ASSETS / "tango" / "verifier")
-    )
+def test_shipped_tango_pair_with_the_process_verifier(tango_pair):
+    generator, verifier = tango_pair
+    engine = Engine(str(generator), verifier="process", verifier_model=str(verifier))
     (record,) = solve_search(
         engine,
         bundled(1),

@@ -1,4 +1,4 @@
-"""Tiny character-level models built from configs in code: tests, the untrained placeholder, training's base.
+"""Tiny character-level models built from configs in code: tests and training's base.
 
 The character vocabulary is stored in byte-level BPE form with no merges (PLATFORM.md): transformers 5.x and
 vLLM load any `qwen2` checkpoint's tokenizer as Qwen2Tokenizer with a byte-level pre-tokenizer, so a plain
