@@ -197,11 +197,7 @@ def bench(**settings):
     )
     engine.solve(
         items,
-        n=params.n,
-        temperature=params.temperature,
-        top_p=params.top_p,
-        max_new_tokens=params.max_new_tokens,
-        seed=params.seed,
+        **params.solve_keywords(),
         out=results_path,
         progress=not run.quiet,
     )

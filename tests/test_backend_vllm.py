@@ -41,7 +41,7 @@ def test_sampling_kwargs_map_one_to_one():
     kwargs = vb.build_sampling_kwargs(params, seed=11, max_tokens=64)
     assert kwargs["n"] == 8 and kwargs["temperature"] == 0.7 and kwargs["top_p"] == 0.9
     assert kwargs["max_tokens"] == 64 and kwargs["seed"] == 11 and kwargs["stop"] == ["\n\n"]
-    assert kwargs["logprobs"] == 0 and kwargs["include_stop_str_in_output"] is False
+    assert kwargs["logprobs"] == params.top_logprobs and kwargs["include_stop_str_in_output"] is False
 
 
 def test_greedy_asks_for_one_sample_and_no_stop_list():

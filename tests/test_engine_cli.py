@@ -33,13 +33,14 @@ def test_solve_writes_complete_records(engine, problems_file, tmp_path):
     assert record["reference"] == "0" and record["fields"] == {"level": 0}
     assert record["prompt"].startswith("Compute 0+0.")
     assert len(record["samples"]) == 3
-    kinds = {"likelihood", "verifier_vocab", "verifier_yes_no"}
+    kinds = {"likelihood", "verifier_vocab", "verifier_yes_no", "conf_mean", "conf_lowest_group", "conf_bottom10"}
+    kinds |= {"conf_tail"}  # the confidence kinds: top-k log-probs are on by default
     for sample in record["samples"]:
         assert set(sample["scores"]) == kinds
         assert all(0 <= v <= 1 for v in sample["scores"].values())
         assert 0 < sample["verifier_tokens"] < len(engine.backend.encode(record["prompt"] + sample["text"])) + 46
         assert sample["finish_reason"] in ("stop", "length")
-    expected = {"majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n") for k in kinds}
+    expected = {"majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n", "filtered10", "filtered90") for k in kinds}
     assert set(record["strategies"]) == expected
     assert record["run"]["num_parameters"] == engine.backend.num_parameters
     assert record["compute"]["generated_tokens"] == sum(s["num_tokens"] for s in record["samples"])

@@ -201,6 +201,7 @@ def join_continuation(old: Sample, new: Sample, stop: Sequence[str] = ()) -> Sam
         token_ids=list(old.token_ids) + list(new.token_ids),
         finish_reason=reason,
         logprobs=list(old.logprobs) + list(new.logprobs),
+        confidences=list(old.confidences) + list(new.confidences),
         num_prompt_tokens=old.num_prompt_tokens,
     )
 

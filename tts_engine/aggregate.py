@@ -1,4 +1,5 @@
-"""Aggregation of the N scored samples of a problem: majority, weighted and best-of-N voting.
+"""Aggregation of the N scored samples of a problem: majority, weighted and best-of-N voting, and confidence
+filtering (keep the top eta of the samples by a score kind, then vote).
 
 Answers are grouped into equivalence classes first ("1/2", "0.5" and "\\frac{1}{2}" are one class); samples
 without an answer vote for nothing. Ties go to the larger count, then to the class seen first (the one whose
@@ -7,6 +8,8 @@ earliest sample comes first). Confidence = score of the winning class / total sc
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -79,16 +82,64 @@ def _require(scores, class_ids) -> Sequence[float]:
     return scores
 
 
-AGGREGATIONS: dict[str, Callable] = {"majority": _majority, "weighted": _weighted, "best_of_n": _best_of_n}
-"""The aggregation rules by name ("strategy" names a run mode: fixed, adaptive-n, beam, ...)."""
+def filter_top(scores: Sequence[float], keep: float) -> list[int]:
+    """Indices of the ceil(keep x N) highest-scored samples (ties: the earlier sample), in sample order: the
+    samples a confidence filter keeps (DeepConf's top-eta%)."""
+    count = max(1, math.ceil(keep * len(scores) - 1e-9)) if scores else 0
+    ranked = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    return sorted(ranked[:count])
+
+
+def _filtered(keep: float, weighted: bool) -> Callable:
+    """Keep the top `keep` share of the samples by the score kind, then vote among them (majority, or weighted
+    by the same kind); the others vote for nothing. Totals and counts are those of the kept samples."""
+
+    def rule(class_ids: Sequence[int], scores: Sequence[float] | None):
+        scores = _require(scores, class_ids)
+        kept = set(filter_top(scores, keep))
+        ids = [c if i in kept else NO_ANSWER for i, c in enumerate(class_ids)]
+        winner, totals, counts = (_weighted if weighted else _majority)(ids, scores)
+        pad = max(max(class_ids, default=NO_ANSWER) + 1 - len(totals), 0)  # every class listed, kept or not
+        return winner, totals + [0.0] * pad, counts + [0] * pad
+
+    return rule
+
+
+FILTER_PERCENTS = (10, 90)
+"""The filters every record carries, as `filtered<percent>:<kind>`: keep the top 10% / 90% of a problem's samples
+by the kind, then majority vote (DeepConf-low / -high). Any percent, weighted or not, is a rule by name
+(`filtered<percent>` / `filtered<percent>_weighted`, see `aggregation_rule`)."""
+_FILTERED = re.compile(r"filtered(\d+(?:\.\d+)?)(_weighted)?")
+
+AGGREGATIONS: dict[str, Callable] = {
+    "majority": _majority,
+    "weighted": _weighted,
+    "best_of_n": _best_of_n,
+    **{f"filtered{p}": _filtered(p / 100, False) for p in FILTER_PERCENTS},
+}
+"""The aggregation rules every record carries, by name ("strategy" names a run mode: fixed, adaptive-n, beam,
+...). Every rule: (class ids, scores or None) -> (winning class, per-class totals, per-class counts)."""
 STRATEGIES = AGGREGATIONS  # deprecated alias, kept for one release
 
 
+def aggregation_rule(name: str) -> Callable:
+    """The rule named `name`: one of AGGREGATIONS, or `filtered<percent>[_weighted]` for any percent in (0, 100]."""
+    if name in AGGREGATIONS:
+        return AGGREGATIONS[name]
+    match = _FILTERED.fullmatch(name)
+    if match and 0 < float(match.group(1)) <= 100:
+        return _filtered(float(match.group(1)) / 100, bool(match.group(2)))
+    raise ValueError(
+        f"aggregation must be one of {sorted(AGGREGATIONS)} or filtered<percent>[_weighted] "
+        f"(e.g. filtered25_weighted), got {name!r}"
+    )
+
+
 def aggregation_keys(score_kinds: Sequence[str]) -> list[str]:
-    """Every vote a record carries: `majority`, then `weighted:<kind>` and `best_of_n:<kind>` for each score kind
-    (the keys of a results line's "strategies"; the one place they are built)."""
+    """Every vote a record carries: `majority`, then `weighted:<kind>`, `best_of_n:<kind>`, `filtered10:<kind>`
+    and `filtered90:<kind>` for each score kind (the keys of a results line's "strategies"; the one place they
+    are built)."""
     return ["majority"] + [f"{rule}:{kind}" for kind in score_kinds for rule in AGGREGATIONS if rule != "majority"]
-"""Every strategy: (class ids, scores or None) -> (winning class, per-class totals, per-class counts)."""
 
 
 def vote_classes(
@@ -98,9 +149,7 @@ def vote_classes(
     answers: Sequence[str | None] | None = None,
 ) -> Vote:
     """Aggregate samples already grouped into classes (ids numbered from 0; -1 = no answer)."""
-    if strategy not in AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}, got {strategy!r}")
-    winner, totals, counts = AGGREGATIONS[strategy](class_ids, scores)
+    winner, totals, counts = aggregation_rule(strategy)(class_ids, scores)
     total = sum(totals)
     answer = None
     if winner != NO_ANSWER and answers is not None:

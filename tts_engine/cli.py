@@ -8,6 +8,7 @@ import logging
 import click
 
 from .adaptive import AdaptiveConfig
+from .deepconf import DeepConfConfig
 from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions
 from .params import SamplingParams
 from .search import SearchConfig
@@ -19,6 +20,7 @@ LAZY_COMMANDS = {
     "bench": ("tts_engine.eval.cli", "bench", "Generate and draw curves in one command."),
     "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),
     "launch": ("tts_engine.cli_parallel", "launch", "Run one problem set over several GPUs or local workers."),
+    "serve": ("tts_engine.serve.cli", "serve", "Serve test-time scaling behind an OpenAI-compatible API."),
 }
 
 
@@ -69,6 +71,7 @@ def main(verbose: bool) -> None:
 @options(SolveOptions)
 @options(AdaptiveConfig)
 @options(SearchConfig)
+@options(DeepConfConfig)
 def solve(problems, **settings):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
     from .models import default_problems_path
@@ -97,11 +100,7 @@ def solve(problems, **settings):
     records = engine.solve(
         items,
         strategy=run.strategy,
-        n=params.n,
-        temperature=params.temperature,
-        top_p=params.top_p,
-        max_new_tokens=params.max_new_tokens,
-        seed=params.seed,
+        **params.solve_keywords(),
         out=run.out,
         progress=not run.quiet,
         config=config,

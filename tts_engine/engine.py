@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from .aggregate import aggregation_keys, vote_classes
 from .answers.grading import GRADERS
 from .backends.base import PromptTooLongError, Sample
+from .confidence import confidence_scores
 from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
@@ -83,7 +84,11 @@ class Engine:
             else:
                 self.verifier = make_verifier(scorer, config)
         self.verifier_name = (
-            f"process:{process_aggregation}" if verifier == "process" else self.verifier.name if self.verifier else verifier
+            f"process:{process_aggregation}"
+            if verifier == "process"
+            else self.verifier.name
+            if self.verifier
+            else verifier
         )
 
     @property
@@ -121,6 +126,9 @@ class Engine:
         top_p: float = 1.0,
         max_new_tokens: int = 256,
         seed: int | None = 0,
+        top_logprobs: int = 20,
+        confidence_window: int = 8,
+        confidence_tail: int = 16,
         out: str | Path | None = None,
         progress: bool = True,
         config: Any = None,
@@ -135,7 +143,8 @@ class Engine:
 
         `config` is the strategy's settings (its registered type; `adaptive=AdaptiveConfig(...)` and
         `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
-        `on_record` sees each record as its problem finishes."""
+        `on_record` sees each record as its problem finishes. `top_logprobs` (k), `confidence_window` and
+        `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off)."""
         from .run import run_plan, strategy_entry
 
         entry = strategy_entry(strategy)
@@ -146,6 +155,9 @@ class Engine:
             max_new_tokens=max_new_tokens,
             seed=seed,
             stop=list(self.prompt_config.stop),
+            top_logprobs=top_logprobs,
+            confidence_window=confidence_window,
+            confidence_tail=confidence_tail,
         )
         config = _strategy_config(entry, config=config, adaptive=adaptive, search=search)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
@@ -223,8 +235,15 @@ class Engine:
 
     def _record(self, problem, prompt, samples, answers, classes, class_grades, verdicts, params, elapsed):
         sample_records = []
+        # The confidence kinds where every sample has its token confidences (a problem's samples carry the
+        # same kinds: votes need a score of each sample).
+        with_confidence = any(s.confidences for s in samples) and all(
+            len(s.confidences) == s.num_tokens for s in samples
+        )
         for j, sample in enumerate(samples):
             scores = {"likelihood": likelihood_score(sample.logprobs)}
+            if with_confidence:
+                scores.update(confidence_scores(sample.confidences, params.confidence_window, params.confidence_tail))
             verifier_tokens = 0
             verifier_status, check = None, {}
             if verdicts is not None:
@@ -282,6 +301,15 @@ class Engine:
             "top_p": params.top_p,
             "max_new_tokens": params.max_new_tokens,
             "seed": params.seed,
+            **(
+                {
+                    "top_logprobs": params.top_logprobs,
+                    "confidence_window": params.confidence_window,
+                    "confidence_tail": params.confidence_tail,
+                }
+                if params.top_logprobs
+                else {}
+            ),
             "verifier": self.verifier_name,
             "score_norm": self.score_norm,
             "grader": self.grader,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+from .settings import setting
 
 
 @dataclass
@@ -27,6 +29,28 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     """Strings that end a sample when generated (the stop string is kept out of the text)."""
 
+    top_logprobs: int = 20
+    """k of the token confidence: the backend returns the k largest log-probs of every generated token, from
+    which each sample's confidence score kinds (conf_mean, conf_lowest_group, conf_bottom10, conf_tail) are
+    computed; 0 turns them off. Servers cap it (vLLM: --max-logprobs, 20 by default; OpenAI: 5)."""
+
+    confidence_window: int = 8
+    """Tokens per group of the group confidences (sliding window) and of the online stop (deepconf)."""
+
+    confidence_tail: int = 16
+    """Last tokens of a sample that its tail confidence (conf_tail) averages."""
+
+    stop_below: float | list[float] | None = setting(None, cli=False)
+    """Stop a sample (finish reason "low_confidence") as soon as the mean token confidence of its last
+    confidence_window tokens falls below this (raw C = -mean top-k log-prob; one value, or one per prompt of
+    the generate call; None: never). Needs top_logprobs > 0; the hf backend checks it inside its decoding loop;
+    the deepconf strategy sets it (vllm and openai: by chunked continuation instead)."""
+
+    def solve_keywords(self) -> dict:
+        """These settings as `Engine.solve`'s keyword arguments (stop strings come from the model; stop_below is
+        set by the strategy that stops samples), so every command passes all of them the same way."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("stop", "stop_below")}
+
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
             raise ValueError(f"n must be an integer >= 1, got {self.n!r}")
@@ -40,6 +64,27 @@ class SamplingParams:
             self.stop = [self.stop]
         if any(not s for s in self.stop):
             raise ValueError(f"stop strings must be non-empty, got {self.stop!r}")
+        for name in ("top_logprobs", "confidence_window", "confidence_tail"):
+            value, least = getattr(self, name), 0 if name == "top_logprobs" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        self._check_stop_below()
+
+    def _check_stop_below(self) -> None:
+        """stop_below needs the confidences it reads; every value a number."""
+        if self.stop_below is None:
+            return
+        values = self.stop_below if isinstance(self.stop_below, (list, tuple)) else [self.stop_below]
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != v for v in values):
+            raise ValueError(f"stop_below must be a number or a list of numbers, got {self.stop_below!r}")
+        if self.top_logprobs < 1:
+            raise ValueError(f"stop_below needs top_logprobs >= 1 (the confidences it reads), got {self.top_logprobs}")
+
+    def stop_threshold(self, prompt_index: int) -> float | None:
+        """The stop_below of prompt `prompt_index` of a generate call (None: never stopped early)."""
+        if isinstance(self.stop_below, (list, tuple)):
+            return float(self.stop_below[prompt_index])
+        return None if self.stop_below is None else float(self.stop_below)
 
     @property
     def greedy(self) -> bool:

@@ -23,7 +23,7 @@ ROWS_PER_CHUNK = 512
 """Samples in flight per chunk: results are written as each problem of a chunk finishes (the backend batches
 inside a chunk)."""
 
-BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engine.search.plan")
+BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engine.search.plan", "tts_engine.deepconf")
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
 
 

@@ -43,6 +43,13 @@ def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
 
 
+def top_k_confidence(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Token confidence `# (B,)`: -mean of the k largest log-probs of the raw (temperature 1) distribution of
+    last-position logits `# (B, V)` (DeepConf; k is cut to V)."""
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, V)
+    return -logp.topk(min(k, logp.shape[-1]), dim=-1).values.mean(dim=-1)
+
+
 def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-padded ids and attention mask, both `# (B, T)` with T the longest sequence."""
     width = max(len(s) for s in sequences)

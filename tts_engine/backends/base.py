@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -17,17 +18,31 @@ class Sample:
     token_ids: list[int]
     """Generated token ids (what `text` decodes from, stop string included if one matched)."""
     finish_reason: str
-    """"stop" (end-of-sequence token or stop string) or "length" (hit max_new_tokens)."""
+    """"stop" (end-of-sequence token or stop string), "length" (hit max_new_tokens) or "low_confidence" (stopped
+    early: its window confidence fell below `SamplingParams.stop_below`)."""
     logprobs: list[float] = field(default_factory=list)
     """Log-probability of each generated token under the model (temperature 1, before top_p)."""
     num_prompt_tokens: int = 0
     """Tokens in the prompt this sample continued."""
     num_cached_tokens: int = 0
     """Of those, tokens whose keys and values came from a prefix cache (not computed for this sample)."""
+    confidences: list[float] = field(default_factory=list)
+    """Token confidence of each generated token, -mean of its top-k log-probs (`SamplingParams.top_logprobs`;
+    tts_engine/confidence.py); empty when not asked for."""
 
     @property
     def num_tokens(self) -> int:
         return len(self.token_ids)
+
+
+def token_confidence(top_logprobs: Sequence[float]) -> float:
+    """C = -mean of the top-k log-probs of one position (non-finite entries, e.g. -inf of an empty tail, skipped).
+
+    >>> round(token_confidence([-0.1, -2.0, -3.9]), 3)
+    2.0
+    """
+    values = [float(v) for v in top_logprobs if math.isfinite(v)]
+    return -sum(values) / len(values) if values else 0.0
 
 
 @runtime_checkable

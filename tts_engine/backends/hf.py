@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 
 from ..params import SamplingParams
-from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs
+from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs, top_k_confidence
 from .base import PromptTooLongError, Sample, TokenizerMethods
 from .prefix_cache import PrefixCache
 
@@ -179,18 +179,26 @@ class HFBackend(TokenizerMethods):
         """Decode until every row stops; finished rows leave the batch (and the cache) at once."""
         tokens: list[list[int]] = [[] for _ in rows]
         logps: list[list[float]] = [[] for _ in rows]
+        confs: list[list[float]] = [[] for _ in rows]
         reasons: list[str | None] = [None] * len(rows)
         active = list(range(len(rows)))  # batch position -> row
         stop_window = max((len(s) for s in params.stop), default=0) + 8
+        k = params.top_logprobs
+        thresholds = [params.stop_threshold(i) for i, _ in rows]  # per row: stop below this window confidence
         while active:
             gens = None if generators is None else [generators[r] for r in active]
             next_tok = sample_tokens(logits, params.temperature, params.top_p, gens)  # (A,)
             next_lp = token_logprobs(logits, next_tok)  # (A,)
+            next_conf = top_k_confidence(logits, k).tolist() if k else [None] * len(active)  # (A,)
             keep = []
             for pos, (row, tok, lp) in enumerate(zip(active, next_tok.tolist(), next_lp.tolist())):
                 tokens[row].append(tok)
                 logps[row].append(lp)
+                if k:
+                    confs[row].append(next_conf[pos])
                 reasons[row] = self._finish_reason(tokens[row], budgets[row], params.stop, stop_window)
+                if reasons[row] is None and thresholds[row] is not None:
+                    reasons[row] = _low_confidence(confs[row], params.confidence_window, thresholds[row])
                 if reasons[row] is None:
                     keep.append(pos)
                 else:  # the cache holds the prompt and every generated token but this last one
@@ -213,7 +221,7 @@ class HFBackend(TokenizerMethods):
             )
             logits = out.logits[:, -1].float()
         return [
-            self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]))
+            self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]), confs[r])
             for r, (i, _) in enumerate(rows)
         ]
 
@@ -226,14 +234,19 @@ class HFBackend(TokenizerMethods):
                 return "stop"
         return "length" if len(tokens) >= budget else None
 
-    def _to_sample(self, tokens, logps, reason, stop, num_prompt_tokens) -> Sample:
+    def _to_sample(self, tokens, logps, reason, stop, num_prompt_tokens, confidences=()) -> Sample:
         text = self.decode(tokens)
         for s in stop:
             cut = text.find(s)
             if cut >= 0:
                 text = text[:cut]
         return Sample(
-            text=text, token_ids=tokens, finish_reason=reason, logprobs=logps, num_prompt_tokens=num_prompt_tokens
+            text=text,
+            token_ids=tokens,
+            finish_reason=reason,
+            logprobs=logps,
+            confidences=list(confidences),
+            num_prompt_tokens=num_prompt_tokens,
         )
 
     # --- verifier scoring -------------------------------------------------------------------------------
@@ -287,6 +300,13 @@ class HFBackend(TokenizerMethods):
                 logp = torch.log_softmax(head(hidden[b, first : first + len(c)]).float(), dim=-1)  # (C, V)
                 out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None])[:, 0].tolist())
         return out
+
+
+def _low_confidence(confidences: list[float], window: int, threshold: float) -> str | None:
+    """ "low_confidence" once the mean confidence of the last `window` tokens is below `threshold`, else None."""
+    if len(confidences) < window:
+        return None
+    return "low_confidence" if sum(confidences[-window:]) / window < threshold else None
 
 
 def _eos_ids(model, tokenizer) -> set[int]:

@@ -10,7 +10,9 @@ a local tokenizer (`tokenizer=PATH`, or the environment variable TTS_OPENAI_TOKE
 it is a local checkpoint), else from the server's `/tokenize` endpoint (vLLM). Chat templates need the local
 tokenizer: without one, prompts use the plain template. Token log-probs are
 the server's `token_logprobs`: vLLM serves raw (temperature 1) log-probs unless started with another
-`--logprobs-mode`.
+`--logprobs-mode`. With `top_logprobs=k` the request asks `logprobs=k` (the server's cap must allow it: vLLM
+`--max-logprobs`, OpenAI 5) and each token's confidence is -mean of the k largest of `top_logprobs`
+(`Sample.confidences`, DeepConf).
 
 Verifier scores. `yes_no_logprobs` sends one `max_tokens=1` request per prompt with `logprobs=20` and, as a
 vLLM extension, `logprob_token_ids=[yes, no]` (exact log-probs of both tokens, whatever their rank). A server
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..params import SamplingParams
-from .base import PromptTooLongError, Sample
+from .base import PromptTooLongError, Sample, token_confidence
 from .vllm import checkpoint_num_parameters, prompt_seed
 
 log = logging.getLogger(__name__)
@@ -70,8 +72,13 @@ def build_completion_body(
         "max_tokens": max_tokens,
         "temperature": params.temperature,
         "top_p": 1.0 if params.greedy else params.top_p,
-        "logprobs": 1,
+        "logprobs": max(1, params.top_logprobs),
     }
+    if params.stop_below is not None:
+        raise ValueError(
+            "stop_below is checked inside the hf backend's decoding loop only; on openai the deepconf strategy "
+            "stops samples by chunked continuation"
+        )
     seed = prompt_seed(params.seed, prompt)
     if seed is not None:
         body["seed"] = seed
@@ -79,6 +86,8 @@ def build_completion_body(
         body["stop"] = list(params.stop)
     if vllm_extensions:
         body["return_token_ids"] = True
+        if params.top_logprobs:
+            body["return_tokens_as_token_ids"] = True  # distinct tokens that decode alike stay distinct top-k keys
     return body
 
 
@@ -107,7 +116,17 @@ def parse_continuation(response: dict, start: int, count: int) -> list[float]:
     return [float(v) for v in values]
 
 
-def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str], list[int]]) -> Sample:
+def choice_confidences(choice: dict, top_k: int) -> list[float]:
+    """Token confidence of each generated position, -mean of its k largest log-probs, from a choice's
+    `logprobs.top_logprobs` (one {token: log-prob} map per position; a server may add the sampled token); []
+    when `top_k` is 0 or the server sent none."""
+    tops = (choice.get("logprobs") or {}).get("top_logprobs") or []
+    if not top_k or not tops:
+        return []
+    return [token_confidence(sorted((float(v) for v in (top or {}).values()), reverse=True)[:top_k]) for top in tops]
+
+
+def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str], list[int]], top_k: int = 0) -> Sample:
     """One completion choice as a Sample; token ids from the server, else `tokenize(text)`."""
     text = choice.get("text") or ""
     token_ids = choice.get("token_ids")
@@ -121,11 +140,12 @@ def parse_choice(choice: dict, num_prompt_tokens: int, tokenize: Callable[[str],
         token_ids=[int(t) for t in token_ids],
         finish_reason=reason if reason in ("stop", "length") else "length",
         logprobs=logprobs,
+        confidences=choice_confidences(choice, top_k),
         num_prompt_tokens=num_prompt_tokens,
     )
 
 
-def parse_completion(response: dict, n: int, tokenize: Callable[[str], list[int]]) -> list[Sample]:
+def parse_completion(response: dict, n: int, tokenize: Callable[[str], list[int]], top_k: int = 0) -> list[Sample]:
     """The `n` Samples of one completions response in choice order (a single greedy choice repeated)."""
     choices = sorted(response.get("choices") or [], key=lambda c: c.get("index", 0))
     first = choices[0] if choices else {}
@@ -133,9 +153,9 @@ def parse_completion(response: dict, n: int, tokenize: Callable[[str], list[int]
         num_prompt_tokens = len(first["prompt_token_ids"])
     else:
         num_prompt_tokens = int((response.get("usage") or {}).get("prompt_tokens", 0))
-    samples = [parse_choice(c, num_prompt_tokens, tokenize) for c in choices]
+    samples = [parse_choice(c, num_prompt_tokens, tokenize, top_k) for c in choices]
     if len(samples) == 1 and n > 1:
-        samples += [parse_choice(first, num_prompt_tokens, tokenize) for _ in range(n - 1)]
+        samples += [parse_choice(first, num_prompt_tokens, tokenize, top_k) for _ in range(n - 1)]
     if len(samples) != n:
         raise ServerError(f"the server returned {len(samples)} choices for a request of n={n}")
     return samples
@@ -399,7 +419,7 @@ class OpenAIBackend:
             body = build_completion_body(
                 self.model, prompt, params, max_tokens=params.max_new_tokens, vllm_extensions=self.vllm_extensions
             )
-            return parse_completion(self._post(index, prompt, body), params.n, self.encode)
+            return parse_completion(self._post(index, prompt, body), params.n, self.encode, params.top_logprobs)
 
         return self._map(one, list(prompts))
 

@@ -5,7 +5,9 @@ a verification prompt (prompt + solution + question) scored after generation reu
 
 Log-probabilities. vLLM returns, per generated token, log-probs of the distribution named by its
 `logprobs_mode` engine option; this backend asks for `raw_logprobs` (the model's log-softmax at temperature 1,
-before temperature, top_p and any logits processor), which is what `Sample.logprobs` means. vLLM versions
+before temperature, top_p and any logits processor), which is what `Sample.logprobs` means. With
+`top_logprobs=k` it asks for `logprobs=k` and keeps, per token, the confidence -mean of the k largest
+(`Sample.confidences`, DeepConf); the engine's `max_logprobs` (20 by default) must be >= k. vLLM versions
 without that option return raw log-probs already (its V1 sampler computes them from the original logits).
 
 Verifier scores. `yes_no_logprobs` runs one decode step (`max_tokens=1`) per verification prompt and reads
@@ -33,7 +35,7 @@ from typing import Any, Sequence
 
 from ..params import SamplingParams
 from ..sampling import row_seed
-from .base import PromptTooLongError, Sample, TokenizerMethods
+from .base import PromptTooLongError, Sample, TokenizerMethods, token_confidence
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +64,14 @@ def build_sampling_kwargs(params: SamplingParams, *, seed: int | None, max_token
     """Keyword arguments of `vllm.SamplingParams` for one prompt's N samples.
 
     Greedy decoding asks for one sample (vLLM refuses n > 1 when greedy; the N samples are equal anyway):
-    `parse_request_output` repeats it N times. `logprobs=0` returns the sampled token's log-prob only.
+    `parse_request_output` repeats it N times. `logprobs=k` (`params.top_logprobs`) returns the k most likely
+    tokens' log-probs of every position besides the sampled token's (`logprobs=0`: the sampled token's only).
     """
+    if params.stop_below is not None:
+        raise ValueError(
+            "stop_below is checked inside the hf backend's decoding loop only; on vllm the deepconf strategy "
+            "stops samples by chunked continuation"
+        )
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     return {
@@ -75,7 +83,7 @@ def build_sampling_kwargs(params: SamplingParams, *, seed: int | None, max_token
         "stop": list(params.stop) or None,
         "include_stop_str_in_output": False,
         "skip_special_tokens": True,
-        "logprobs": 0,
+        "logprobs": params.top_logprobs,
     }
 
 
@@ -106,8 +114,19 @@ def sampled_logprobs(token_ids: Sequence[int], positions) -> list[float]:
     return values
 
 
-def parse_completion(completion, num_prompt_tokens: int) -> Sample:
-    """One vLLM `CompletionOutput` as a Sample."""
+def top_k_confidences(positions, k: int) -> list[float]:
+    """Token confidence of each position, -mean of its k largest log-probs, from vLLM's per-position
+    {token id: Logprob} maps (which hold the top k and the sampled token); [] when k is 0 or none came back."""
+    if not k or positions is None:
+        return []
+    return [
+        token_confidence(sorted((_logprob_value(e) for e in (pos or {}).values()), reverse=True)[:k])
+        for pos in positions
+    ]
+
+
+def parse_completion(completion, num_prompt_tokens: int, top_k: int = 0) -> Sample:
+    """One vLLM `CompletionOutput` as a Sample (with token confidences when `top_k` log-probs were asked)."""
     token_ids = [int(t) for t in completion.token_ids]
     reason = FINISH_REASONS.get(completion.finish_reason or "", "length")
     if completion.finish_reason not in FINISH_REASONS:
@@ -117,11 +136,12 @@ def parse_completion(completion, num_prompt_tokens: int) -> Sample:
         token_ids=token_ids,
         finish_reason=reason,
         logprobs=sampled_logprobs(token_ids, completion.logprobs),
+        confidences=top_k_confidences(completion.logprobs, top_k),
         num_prompt_tokens=num_prompt_tokens,
     )
 
 
-def parse_request_output(output, n: int, num_prompt_tokens: int | None = None) -> list[Sample]:
+def parse_request_output(output, n: int, num_prompt_tokens: int | None = None, top_k: int = 0) -> list[Sample]:
     """The `n` Samples of one vLLM `RequestOutput`, in sample-index order.
 
     A request that returned one completion where `n` were wanted (greedy) has it repeated `n` times.
@@ -129,7 +149,7 @@ def parse_request_output(output, n: int, num_prompt_tokens: int | None = None) -
     if num_prompt_tokens is None:
         num_prompt_tokens = len(output.prompt_token_ids or [])
     completions = sorted(output.outputs, key=lambda c: c.index)
-    samples = [parse_completion(c, num_prompt_tokens) for c in completions]
+    samples = [parse_completion(c, num_prompt_tokens, top_k) for c in completions]
     if len(samples) == 1 and n > 1:
         samples += [copy.deepcopy(samples[0]) for _ in range(n - 1)]
     if len(samples) != n:
@@ -270,7 +290,8 @@ class VLLMBackend(TokenizerMethods):
             for p, ids in zip(prompts, encoded)
         ]
         outputs = self.llm.generate(requests, sampling, use_tqdm=False)
-        return [parse_request_output(out, params.n, len(ids)) for out, ids in zip(outputs, encoded)]
+        k = params.top_logprobs
+        return [parse_request_output(out, params.n, len(ids), k) for out, ids in zip(outputs, encoded)]
 
     def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
         """log P(Yes), log P(No) as the next token of each prompt, full-vocabulary softmax."""
