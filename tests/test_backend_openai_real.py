@@ -97,8 +97,13 @@ def test_solve_through_a_real_server_matches_hf_greedy(server, tmp_path):
     local = Engine(model, backend="hf").solve(problems, n=2, temperature=0.0, max_new_tokens=12, seed=0, progress=False)
     for got, want in zip(served, local):
         assert [s["text"] for s in got["samples"]] == [s["text"] for s in want["samples"]]
-        for g, w in zip(got["samples"], want["samples"]):
+        for g, w in zip(got["samples"], want["samples"], strict=True):
             assert g["scores"]["verifier_yes_no"] == pytest.approx(w["scores"]["verifier_yes_no"], abs=1e-3)
+            # the token confidence kinds, from the server's top-k log-probs, equal hf's from its logits
+            kinds = [k for k in w["scores"] if k.startswith("conf_")]
+            assert len(kinds) == 4 and set(kinds) <= set(g["scores"])
+            for kind in kinds:
+                assert g["scores"][kind] == pytest.approx(w["scores"][kind], abs=1e-3)
 
 
 def test_sampled_requests_with_seeds(server):

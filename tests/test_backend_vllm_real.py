@@ -60,6 +60,8 @@ def test_greedy_generation_matches_hf(vllm_backend, hf):
         assert g.token_ids == w.token_ids and g.text == w.text and g.finish_reason == w.finish_reason
         assert g.num_prompt_tokens == w.num_prompt_tokens
         assert g.logprobs == pytest.approx(w.logprobs, abs=1e-3)
+        # token confidence from vLLM's top-k log-probs equals hf's from its logits (the same k by default)
+        assert len(g.confidences) == g.num_tokens and g.confidences == pytest.approx(w.confidences, abs=1e-3)
 
 
 def test_sampled_logprobs_are_raw(vllm_backend, hf):
