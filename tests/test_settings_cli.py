@@ -146,11 +146,13 @@ def _one_line_error(args) -> str:
 
 
 def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_path):
-    assert "--group-size: group_size must be >= 2" in _one_line_error(["train", "rlv", "--group-size", "1"])
+    assert "group_size and verifier_group must be >= 2, got 1, 4" in _one_line_error(
+        ["train", "tango", "--group-size", "1"]
+    )
     assert "--lr: lr must be > 0" in _one_line_error(["train", "sft", "--lr", "0"])
     assert "--ratio" in _one_line_error(["train", "tango", "--ratio", "0"])
-    assert "--threads" in _one_line_error(["train", "tango-step-labels", "--threads", "0"])
-    assert "--lr" in _one_line_error(["train", "unified-sft", "--lr", "-1"])
+    assert "--threads" in _one_line_error(["train", "tango", "--threads", "0"])
+    assert "--lr" in _one_line_error(["train", "joint", "--lr", "-1"])
     assert "--structural-share: structural_share must be in [0, 1]" in _one_line_error(
         ["train", "recompute", "--structural-share", "2"]
     )

@@ -180,52 +180,9 @@ def test_balanced_pick_rebalances_rare_correct_solutions():
     assert tr.balanced_pick([False] * 3, 8, rng) == [0, 1, 2]
 
 
-def test_step_label_diagnostic_marks_the_first_step_off_the_reference():
-    from tts_engine.training.tango_oracle import reference_first_error
-
-    ref = "1+2=3\n3*2=6\n\\boxed{6}"
-    assert reference_first_error(ref, ref) == -1
-    assert reference_first_error("1+2=4\n4*2=8\n\\boxed{8}", ref) == 0
-    assert reference_first_error("1+2=3\n3*2=7\n\\boxed{7}", ref) == 1
-    assert reference_first_error("1+2=3\n3*2=6\n\\boxed{6}\nmore", ref) == 3
-
-
-def test_rederive_form_warm_up_and_sft_baseline(tmp_path):
-    from tts_engine.prompts import PromptConfig
-    from tts_engine.training.tango import TangoTrainer, train_tango
-    from tts_engine.training.tango_rederive import REDERIVE_SUFFIX
-
-    config = micro_config(
-        tmp_path,
-        verifier_form="rederive",
-        verifier_mode="sft",
-        warmup_steps=1,
-        rl_steps=4,
-        verifier_max_new_tokens=20,
-        mark_weight=4.0,
-        verdict_weight=4.0,
-    )
-    train_tango(config, progress=False, log=lambda _: None)
-    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
-    assert [r["phase"] for r in records] == ["warmup", "generator", "generator", "generator", "verifier"]
-    # an untrained model's rollouts are wrong: its own checks say No, and so do the outcome-labelled targets
-    matches = [r["target_verdict_match"] for r in records if "target_verdict_match" in r]
-    assert matches and all(m == 1.0 for m in matches), matches
-    assert "verifier_sft_loss" in records[-1]  # the sft baseline's verifier step
-    served = PromptConfig.load(tmp_path / "run" / "verifier")
-    assert served.check_suffix == REDERIVE_SUFFIX and served.check_max_tokens == 20
-    trainer = TangoTrainer(config)  # resumed: the targets of a next step
-    batch = trainer.verifier_batch()
-    targets = trainer.warm_targets(batch, outcome_verdicts=False)
-    assert len(targets) == len(batch.solutions) > 0
-    for target in targets:  # checks of unreadable solutions: body 1, the "-" mark and the "No" verdict 4
-        assert target.verdict is False and sorted(set(target.weights)) == [1.0, 4.0]
-        assert trainer.ver.tokenizer.decode(target.ids, skip_special_tokens=True).endswith("verdict:No")
-
-
 def test_a_role_forgets_cached_keys_and_values_when_its_weights_change(tmp_path):
     from tts_engine.params import SamplingParams
-    from tts_engine.training.tango import Role
+    from tts_engine.training.tango_trainer import Role
 
     config = micro_config(tmp_path)
     role = Role(tmp_path / "init", tmp_path / "role", lr=1e-3)

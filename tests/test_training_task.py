@@ -5,7 +5,6 @@ import pytest
 
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_key, solution_reward
-from tts_engine.training.grading import reward
 from tts_engine.tasks.arith.generator import (
     EVAL_PER_LEVEL,
     EVAL_SEED,
@@ -50,8 +49,8 @@ def test_solutions_are_correct_step_by_step_and_grade_correct(level):
             value = int(result)
         assert str(value) == p.answer and 0 <= value <= 999
         assert expression.startswith(lines[0].split("=")[0])
-        assert reward(p.solution, p.answer) == 1.0
-        assert reward(p.solution.replace(f"{{{p.answer}}}", f"{{{int(p.answer) + 1}}}"), p.answer) == 0.0
+        assert solution_reward(p.answer, p.solution) == 1.0
+        assert solution_reward(p.answer, p.solution.replace(f"{{{p.answer}}}", f"{{{int(p.answer) + 1}}}")) == 0.0
 
 
 def test_stream_excludes_held_out_problems():
@@ -72,7 +71,7 @@ def test_answer_helpers():
     assert extract_answer("no answer") is None
     assert answer_key("012") == "12" and answer_key(None) is None
     assert answer_key("--1") == "--1" and answer_key("-3") == "-3"  # malformed text stays text, never raises
-    assert reward("\\boxed{--1}", "2") == 0.0  # no crash; ("--1" vs "1" is the shared checker's call: equal)
-    assert reward("12-3=9\n", "9") == 0.0  # no boxed answer: no reward
-    assert reward("\\boxed{012}", "12") == solution_reward("12", "\\boxed{012}") == 1.0  # training's old order
+    assert solution_reward("2", "\\boxed{--1}") == 0.0  # no crash; ("--1" vs "1" is the shared checker's call: equal)
+    assert solution_reward("9", "12-3=9\n") == 0.0  # no boxed answer: no reward
+    assert solution_reward("12", "\\boxed{012}") == 1.0
     assert solution_reward("1/2", "\\boxed{\\frac{1}{2}}") == 1.0  # equivalence, not string equality

@@ -18,7 +18,7 @@ from datasets import Dataset  # noqa: E402
 
 from tts_engine.prompts import PromptConfig  # noqa: E402
 from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model  # noqa: E402
-from tts_engine.training import rlv  # noqa: E402
+from tts_engine.training import batching, rl  # noqa: E402
 from tts_engine.training.reward_functions import answer_reward, async_answer_reward, openai_judge  # noqa: E402
 from tts_engine.training.trl import RLVGRPOConfig, RLVGRPOTrainer, rlv_dataset_rows  # noqa: E402
 from tts_engine.training.verl_reward import compute_score, verl_rows  # noqa: E402
@@ -146,7 +146,7 @@ def test_lambda_zero_is_trls_own_grpo(tiny, tmp_path):
 
 
 def test_losses_equal_the_cpu_trainers_on_one_batch(tiny, tmp_path):
-    """Same rollouts, same advantages: TRL's policy loss and our verification loss equal training/rlv.py's."""
+    """Same rollouts, same advantages: TRL's policy loss and our verification loss equal training/rl.py's."""
     problems = [PROBLEMS[0]]  # one prompt: no left padding, so positions match the CPU trainer's right padding
     trainer = make_trainer(tiny, tmp_path, problems=problems, per_device_train_batch_size=G)
     batch = one_batch(trainer)
@@ -160,7 +160,9 @@ def test_losses_equal_the_cpu_trainers_on_one_batch(tiny, tmp_path):
 
     # policy loss: sampling log-probs off the current policy by up to 0.3 nats, so ratios are clipped on both sides
     with torch.no_grad():
-        now = rlv.completion_logprobs(model, *rlv.pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)[:2])
+        now = batching.completion_logprobs(
+            model, *batching.pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)[:2]
+        )
     generator = torch.Generator().manual_seed(0)
     old_lists = [
         (now[b, len(p) : len(p) + len(c)] + 0.6 * torch.rand(len(c), generator=generator) - 0.3).tolist()
@@ -171,7 +173,7 @@ def test_losses_equal_the_cpu_trainers_on_one_batch(tiny, tmp_path):
         batch["old_per_token_logps"][b, : len(lps)] = torch.tensor(lps)
     trainer.args.verify_weight = 0.0
     trl_policy = trainer.compute_loss(model, batch)
-    cpu_policy = rlv.policy_loss(
+    cpu_policy = rl.policy_loss(
         model, prompt_ids, completion_ids, old_lists, batch["advantages"], trainer.epsilon_low, tokenizer.pad_token_id
     )
     assert abs(cpu_policy.item()) > 1e-3  # off-policy: not the trivial on-policy value -mean(advantages) = 0
@@ -182,8 +184,8 @@ def test_losses_equal_the_cpu_trainers_on_one_batch(tiny, tmp_path):
 
     # verification loss: the CPU trainer's examples (prompts, labels, class-balanced weights) and loss
     rewards = [[float(len(t) % 2 == 0) for t in texts]]
-    examples = rlv.verification_examples(PROMPT_CONFIG, [problems[0]["problem"]], [prompt], [texts], rewards)
-    cpu_v, cpu_scores = rlv.verification_loss(model, tokenizer, examples, trainer.yes_id, trainer.no_id)
+    examples = rl.verification_examples(PROMPT_CONFIG, [problems[0]["problem"]], [prompt], [texts], rewards)
+    cpu_v, cpu_scores = rl.verification_loss(model, tokenizer, examples, trainer.yes_id, trainer.no_id)
     trl_v, trl_scores = trainer.verification_loss(model, batch)
     assert [e.label for e in examples] == batch["verify_label"].tolist()
     torch.testing.assert_close(batch["verify_weight"], torch.tensor([e.weight for e in examples]))

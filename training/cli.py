@@ -1,4 +1,4 @@
-"""`tts train`: train the tiny reasoner-verifier (sft, rlv, tango, ...), evaluate it, write the bundled problem set.
+"""`tts train`: the trainers of what ships (sft, joint, recompute, tango), the bundled problem set, export.
 
 Every trainer's options come from its config dataclass (training/config.py holds the fields they share):
 defaults, then `--config FILE` (JSON or YAML), then the options given.
@@ -18,7 +18,7 @@ OLD_FLAGS = {"out_dir": ("--out",), "init_dir": ("--init",)}
 
 @click.group(cls=Group)
 def train() -> None:
-    """Train and evaluate the tiny reasoner-verifier the engine serves by default."""
+    """Train the tiny reasoner-verifier the engine serves by default (and the Tango pair)."""
 
 
 def trainer_command(name: str, config_cls: type, run: Callable, help: str) -> click.Command:
@@ -41,29 +41,11 @@ def _sft(config, progress):
     return train_sft(config, progress=progress, log=click.echo)
 
 
-def _rlv(config, progress):
-    from .rlv import train_rlv
-
-    return train_rlv(config, progress=progress, log=click.echo)
-
-
-def _tango(config, progress, trainer_cls=None):
+def _tango(config, progress):
     from .tango import train_tango
 
-    out = train_tango(config, progress=progress, log=click.echo, trainer_cls=trainer_cls)
+    out = train_tango(config, progress=progress, log=click.echo)
     return f"generator: {out / 'generator'}\nverifier: {out / 'verifier'}"
-
-
-def _tango_step_labels(config, progress):
-    from .tango_oracle import StepLabelTrainer
-
-    return _tango(config, progress, trainer_cls=StepLabelTrainer)
-
-
-def _unified_sft(config, progress):
-    from .tango_unified import train_unified_sft
-
-    return train_unified_sft(config, log=click.echo)
 
 
 def _joint(config, progress):
@@ -81,18 +63,16 @@ def _recompute(config, progress):
 def _register_trainers() -> None:
     from .joint import JointConfig
     from .recompute import RecomputeConfig
-    from .rlv import RLVConfig
     from .sft import SFTConfig
-    from .tango import TangoConfig
-    from .tango_unified import UnifiedSFTConfig
+    from .tango_trainer import TangoConfig
 
     trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
     trainer_command(
         "joint",
         JointConfig,
         _joint,
-        "One model that solves and checks its own solutions: generation SFT plus the step-by-step "
-        "re-derivation check on its fresh samples and on planted errors.",
+        "One model that solves and checks its own solutions: generation SFT plus the re-solve check (or the Yes/No "
+        "verdict) on its fresh samples and on planted errors.",
     )
     trainer_command(
         "recompute",
@@ -102,60 +82,11 @@ def _register_trainers() -> None:
         "recompute check, read teacher-forced, on its fresh samples, reference solutions and planted errors.",
     )
     trainer_command(
-        "rlv",
-        RLVConfig,
-        _rlv,
-        "RL^V: GRPO/RLOO on the task reward plus lambda x Yes/No verification on the policy's own rollouts.",
-    )
-    trainer_command(
         "tango", TangoConfig, _tango, "Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint."
-    )
-    trainer_command(
-        "tango-step-labels",
-        TangoConfig,
-        _tango_step_labels,
-        "Diagnostic beside Tango: the same process verifier trained by SFT with step labels (use --rl-steps 0).",
-    )
-    trainer_command(
-        "unified-sft",
-        UnifiedSFTConfig,
-        _unified_sft,
-        "The one-token (Yes/No) baseline verifier of the Tango comparison, SFT on outcome labels.",
     )
 
 
 _register_trainers()
-
-
-@train.command(cls=Command)
-@click.argument("model_dir", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--problems",
-    "problems_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="JSONL problem set. [the bundled set]",
-)
-@click.option("-n", "--samples", "n", type=int, default=64, show_default=True, help="Samples per problem.")
-@click.option("--per-level", type=int, default=None, help="Only the first PER_LEVEL problems of each level.")
-@click.option("--threads", type=int, default=1, show_default=True, help="torch CPU threads.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None, help="Write the report as JSON.")
-def evaluate(model_dir, problems_path, n, per_level, threads, out_path) -> None:
-    """pass@1, majority / weighted / best-of-N at N=4,16,64 and verifier metrics of a checkpoint
-    (tts solve + tts curve on the checkpoint, summarised in two tables)."""
-    from tts_engine.problems import load_problems
-
-    from .evaluate import evaluate as run
-    from .evaluate import save_report, to_markdown
-    from tts_engine.tasks.arith.generator import bundled_problems_path, first_per_level
-
-    problems = load_problems(problems_path or bundled_problems_path())
-    if per_level is not None:
-        problems = first_per_level(problems, per_level)
-    report = run(model_dir, problems, n=n, threads=threads)
-    if out_path:
-        save_report(report, out_path)
-    click.echo(to_markdown(report))
 
 
 @train.command("make-problems", cls=Command)

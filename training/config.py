@@ -1,8 +1,16 @@
-"""The fields every training config shares (output, optimiser, seed, threads), and the checks on them."""
+"""The fields training configs share, each declared once with its docstring; a trainer's config extends these.
+
+- `TrainConfig`: every trainer (output, optimiser rate, seed, threads, the problem mix);
+- `LoopConfig`: the trainers run by `training.loop` (steps, schedule, clipping, dev checks and checkpoints);
+- `SampleConfig`: the trainers that start from a checkpoint and train on its own samples;
+- `SelfCheckConfig`: generation SFT plus a check of the model's own solutions (`joint`, `recompute`).
+
+A trainer sets its own defaults by naming a field again with a new default, never a new docstring.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -17,9 +25,55 @@ class TrainConfig:
     """Seed of the problem stream and of the sampler."""
     threads: int = 1
     """torch CPU threads."""
+    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
+    """Sampling weight of levels 1..5."""
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+
+
+@dataclass
+class LoopConfig(TrainConfig):
+    """Settings of the shared training loop (`training.loop.train`)."""
+
+    steps: int = 1000
+    """Optimizer steps."""
+    warmup_steps: int = 20
+    """Linear warm-up before the cosine decay."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    eval_every: int = 100
+    """Steps between dev checks (and checkpoints)."""
+    dev_per_level: int = 8
+    """Dev problems per level in the periodic checks."""
+
+
+@dataclass
+class SampleConfig(TrainConfig):
+    """Settings of a trainer that starts from a checkpoint and trains on the model's own samples."""
+
+    init_dir: str = "runs/sft"
+    """The checkpoint to start from (used only when out_dir holds no run yet)."""
+    group_size: int = 4
+    """Samples per problem (temperature 1)."""
+    max_new_tokens: int = 128
+    """Token budget of a sample."""
+
+
+@dataclass
+class SelfCheckConfig(LoopConfig, SampleConfig):
+    """Generation SFT on reference solutions plus a check of solutions, trained together on one model."""
+
+    gen_batch: int = 32
+    """Reference solutions per step (generation loss); 0 trains the check alone."""
+    own_problems: int = 6
+    """Problems per step whose fresh samples are checked (`group_size` samples each)."""
+    planted: int = 16
+    """Solutions with one planted error per step that are checked."""
+    verify_weight: float = 1.0
+    """lambda: weight of the check loss beside the generation loss."""

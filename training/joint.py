@@ -1,4 +1,4 @@
-"""One model that solves and checks its own solutions: generation SFT and the re-derivation check, trained together.
+"""One model that solves and checks its own solutions: generation SFT and the re-solve check, trained together.
 
 `form: yes_no` trains RL^V's single-token verifier the same way (same solutions, same balanced weights, the
 verdict token right after "Is this solution correct? Answer Yes or No."), the baseline the check is measured
@@ -6,20 +6,17 @@ against.
 
 Every step has two losses on one model (RL^V's unified reasoner-verifier, with a generative verifier):
 - generation: next-token loss on reference solutions (keeps pass@1 where the SFT base had it);
-- checking: next-token loss on the check of `training.rederive` after prompt + solution + end token +
-  "Check each step.", for the model's own fresh samples (the errors it really makes) and for solutions with a
-  planted error (enough wrong steps that copying the solution's numbers never pays). The marks and the verdict
-  are weighted up and class-balanced per batch: most marks are "+", and a check that says "+" everywhere must
-  not look good.
-The targets are computed from the problem (`rederive`), never by the model, so the check it learns is arithmetic.
+- checking: next-token loss on the re-solve check of `training.rederive` (`resolve`) after prompt + solution + end
+  token + the request that restates the problem, for the model's own fresh samples (the errors it really makes)
+  and for solutions with a planted error. The mark and the verdict are weighted up and class-balanced per batch,
+  and so are the lines from the first one that differs from the solution's.
+The targets are computed from the problem, never by the model, so the check it learns is arithmetic.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -28,93 +25,65 @@ from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import VERIFY_QUESTION, PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.settings import setting
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set
 from tts_engine.verifiers.process import build_process_prompt
 
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
-from .config import TrainConfig
-from .monitor import dev_pass_at_1
-from .rederive import VERDICT_PREFIX, Check, plant_error, rederive, resolve
+from .config import SelfCheckConfig
+from .loop import start_run, train
+from .monitor import DEV_SEED, dev_pass_at_1
+from .rederive import VERDICT_PREFIX, Check, plant_error, resolve
 from .sft import sft_loss
-from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
-CHECK_SUFFIX = "<|endoftext|>Check each step.\n"
-"""After the solution: its end token (the solution is over), then the request to check it."""
 RESOLVE_SUFFIX = "<|endoftext|>Solve it again and compare.\n{problem}\n"
 """The re-solve form's request, after the solution's end token: the problem restated next to the check (a small
 model copies badly from ~100 tokens back; next to it, the re-solve reads its operands as generation does)."""
 YES_NO_SUFFIX = f"<|endoftext|>{VERIFY_QUESTION}\n"
 """The single-token form's question, after the solution's end token too."""
-FORMS = ("check", "resolve", "yes_no")
+FORMS = ("resolve", "yes_no")
 
 
 @dataclass
-class JointConfig(TrainConfig):
-    """Joint training of generation and the step-by-step check, from an SFT checkpoint."""
+class JointConfig(SelfCheckConfig):
+    """Joint training of generation and the re-solve check (or the Yes/No verdict), from an SFT checkpoint."""
 
-    init_dir: str = "runs/sft"
-    """The SFT checkpoint to start from (its pass@1 is the one to keep)."""
     out_dir: str = "runs/joint"
     lr: float = 1e-3
     seed: int = 3
     steps: int = 1500
-    """Optimizer steps."""
     warmup_steps: int = 30
-    """Linear warm-up before the cosine decay."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip."""
     gen_batch: int = 24
-    """Reference solutions per step (generation loss); 0 trains the check alone (with `sample_from`: a separate
-    checker of another model's solutions)."""
-    own_problems: int = 6
-    """Problems per step whose fresh samples are checked."""
-    group_size: int = 4
-    """Samples per such problem (temperature 1)."""
-    planted: int = 16
-    """Solutions with one planted error per step."""
     sample_from: str | None = None
     """A checkpoint whose fresh samples are checked (in training and in the dev checks); default: the model
     being trained."""
-    form: str = setting("check", choices=FORMS)
-    """check: write the re-derivation of every step, then the verdict; resolve: solve the problem again in the
-    solution's form, compare the answers, then the verdict; yes_no: the verdict token alone."""
-    verify_weight: float = 1.0
-    """lambda: weight of the check loss beside the generation loss."""
+    form: str = setting("resolve", choices=FORMS)
+    """resolve: solve the problem again in the solution's form, compare the answers, then the verdict; yes_no: the
+    verdict token alone."""
     mark_weight: float = 4.0
     """Weight of a step mark token (class-balanced within the batch) against 1 for other check tokens."""
     verdict_weight: float = 4.0
     """Weight of the verdict token (class-balanced within the batch)."""
     wrong_line_weight: float = 4.0
-    """Weight of the re-derivation tokens of a step that does not check out (most steps do, and there copying
+    """Weight of the check tokens of a line that differs from the solution's (most lines agree, and there copying
     the solution's numbers would pass for computing them)."""
-    max_new_tokens: int = 128
-    """Token budget of the fresh samples."""
-    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
-    """Sampling weight of levels 1..5."""
-    eval_every: int = 100
-    """Steps between dev checks (pass@1, check accuracy) and checkpoints."""
-    dev_per_level: int = 8
-    """Dev problems per level in the periodic checks."""
 
 
-def check_prompt_config(base: PromptConfig, form: str = "check") -> PromptConfig:
+def check_prompt_config(base: PromptConfig, form: str = "resolve") -> PromptConfig:
     """The serving prompts of a checkpoint that verifies its own solutions in `form`."""
     if form == "yes_no":
         return replace(base, verify_form="yes_no", verify_suffix=YES_NO_SUFFIX)
-    suffix = RESOLVE_SUFFIX if form == "resolve" else CHECK_SUFFIX
     return replace(
-        base, verify_form="check", check_suffix=suffix, check_max_tokens=256, check_answer_score=form == "resolve"
+        base, verify_form="check", check_suffix=RESOLVE_SUFFIX, check_max_tokens=256, check_answer_score=True
     )
 
 
-def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str, form: str = "check"):
+def verification_example(tokenizer, prompt_config: PromptConfig, problem: str, solution: str, form: str = "resolve"):
     """(prompt ids, target ids, target roles) of one verification of `solution` in `form` (prompts of
     `check_prompt_config(..., form)`)."""
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     prompt = build_prompt(prompt_config, problem)
-    check = (resolve if form == "resolve" else rederive)(problem, solution)
+    check = resolve(problem, solution)
     if form == "yes_no":
         word = prompt_config.yes_token if check.verdict else prompt_config.no_token
         return (
@@ -239,66 +208,35 @@ def dev_check_accuracy(
 
 def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
-    from .monitor import DEV_SEED
-    from tts_engine.tasks.arith.generator import make_problem_set
-
-    torch.set_num_threads(config.threads)
-    out = Path(config.out_dir)
-    resume = ckpt.has_state(out)
-    model, tokenizer, base_config = ckpt.load_model(out if resume else config.init_dir)
-    prompt_config = check_prompt_config(base_config, config.form)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
-    step, extra = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
-    stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
-    rng = random.Random(config.seed * 100_003 + step)
-    backend = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)  # nothing to reuse
-    sampler = _sampler(config.sample_from) or backend
+    run = start_run(config, lambda: ckpt.load_model(config.init_dir))
+    run.prompt_config = check_prompt_config(run.prompt_config, config.form)
+    stream = ProblemStream(config.seed + run.step, level_weights=config.level_weights, exclude=held_out_texts())
+    rng = random.Random(config.seed * 100_003 + run.step)
+    backend = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
+    sampler = _sampler(config.sample_from) or backend  # the model trained: nothing in its cache stays valid
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
-    out.mkdir(parents=True, exist_ok=True)
-    bar = _bar(config.steps, step, progress)
-    start = ckpt.resumed_clock(extra)
-    while step < config.steps:
+
+    def step():
         gen = stream.batch(config.gen_batch)
-        pairs = own_samples(sampler, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
-        pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
-        model.train()
-        gen_loss = (
-            sft_loss(model, tokenizer, [build_prompt(prompt_config, p.problem) for p in gen], [p.solution for p in gen])
-            if gen
-            else torch.zeros(())
+        pairs = own_samples(
+            sampler, run.prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30)
         )
-        ver_loss, accuracy = check_loss(model, tokenizer, prompt_config, pairs, config)
-        loss = gen_loss + config.verify_weight * ver_loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        bar.update(1)
-        record = {
-            "step": step,
-            "gen_loss": round(gen_loss.item(), 4),
-            "check_loss": round(ver_loss.item(), 4),
-            **accuracy,
-            "lr": scheduler.get_last_lr()[0],
-            "elapsed_s": round(time.time() - start, 1),
-        }
-        bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}")
-        if step % config.eval_every == 0 or step == config.steps:
-            record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
-            checker = HFBackend(model, tokenizer, device="cpu")
-            record.update(
-                dev_check_accuracy(checker, prompt_config, dev, sampler=None if sampler is backend else sampler)
-            )
-            ckpt.save_model(out, model, tokenizer, prompt_config, config)
-            ckpt.save_state(out, optimizer, scheduler, step, {"elapsed_s": record["elapsed_s"]})
-            log(json.dumps(record))
-        with (out / "log.jsonl").open("a") as f:
-            f.write(json.dumps(record) + "\n")
-    bar.close()
-    return out
+        pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
+        run.model.train()
+        prompts = [build_prompt(run.prompt_config, p.problem) for p in gen]
+        gen_loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen]) if gen else torch.zeros(())
+        ver_loss, accuracy = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config)
+        figures = {"gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4), **accuracy}
+        postfix = {"gen": f"{gen_loss.item():.3f}", "check": f"{ver_loss.item():.3f}"}
+        return gen_loss + config.verify_weight * ver_loss, figures, postfix
+
+    def dev_checks() -> dict:
+        figures = {"dev_pass_at_1": dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level)}
+        checker = HFBackend(run.model, run.tokenizer, device="cpu")
+        other = None if sampler is backend else sampler
+        return {**figures, **dev_check_accuracy(checker, run.prompt_config, dev, sampler=other)}
+
+    return train(run, step, dev_checks, desc="joint", progress=progress, log=log)
 
 
 def _sampler(path: str | None) -> HFBackend | None:
@@ -307,9 +245,3 @@ def _sampler(path: str | None) -> HFBackend | None:
         return None
     model, tokenizer, _ = ckpt.load_model(path)
     return HFBackend(model.eval(), tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
-
-
-def _bar(total: int, initial: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, disable=not enabled, desc="joint", dynamic_ncols=True)

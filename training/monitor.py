@@ -6,7 +6,6 @@ from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
-
 from tts_engine.tasks.arith.generator import LEVELS, make_problem_set
 
 DEV_SEED = 777

@@ -13,17 +13,16 @@ Every step has two losses on one model (RL^V's unified reasoner-verifier, with a
 
 from __future__ import annotations
 
-import json
 import random
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from tts_engine.backends.hf import HFBackend
-from tts_engine.tasks.arith.chain import apply, problem_steps
 from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.tasks.arith.chain import apply, problem_steps
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set
 from tts_engine.tasks.arith.recompute import (
     ANSWER_WORD,
     Transcript,
@@ -35,60 +34,36 @@ from tts_engine.tasks.arith.recompute import (
 
 from . import checkpoint as ckpt
 from .batching import pad_pairs
-from .config import TrainConfig
+from .config import SelfCheckConfig
 from .joint import own_samples
-from .monitor import dev_pass_at_1
+from .loop import start_run, train
+from .monitor import DEV_SEED, dev_pass_at_1
 from .rederive import plant_error, wrong_value
 from .sft import sft_loss
-from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 
 IGNORE = None
 """A target position the loss skips (after a line's structure stops matching what a checker would write)."""
 
 
 @dataclass
-class RecomputeConfig(TrainConfig):
+class RecomputeConfig(SelfCheckConfig):
     """Joint training of generation and the units-first recompute check, from a checkpoint that solves the task."""
 
     init_dir: str = "runs/sft_checker"
-    """The checkpoint to start from (its pass@1 is the one to keep)."""
     out_dir: str = "runs/recompute"
     lr: float = 3e-4
     seed: int = 5
     threads: int = 2
     steps: int = 3000
-    """Optimizer steps."""
     warmup_steps: int = 50
-    """Linear warm-up before the cosine decay."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip."""
-    gen_batch: int = 32
-    """Reference solutions per step (generation loss)."""
-    own_problems: int = 6
-    """Problems per step whose fresh samples (temperature 1) are checked."""
-    group_size: int = 4
-    """Samples per such problem."""
+    planted: int = 24
     references: int = 8
     """Reference solutions per step that are checked."""
-    planted: int = 24
-    """Solutions with one planted error per step that are checked."""
     structural_share: float = 0.25
     """Share of the planted errors that are a line too few or too many (the rest: a wrong result, carried value,
     operand or answer copy)."""
-    verify_weight: float = 1.0
-    """lambda: weight of the check loss beside the generation loss."""
     judgment_weight: float = 2.0
     """Weight of a check position whose written token is wrong (where accepting what is written is the error)."""
-    max_new_tokens: int = 128
-    """Token budget of the fresh samples."""
-    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
-    """Sampling weight of levels 1..5."""
-    eval_every: int = 100
-    """Steps between dev checks and checkpoints."""
-    dev_per_level: int = 8
-    """Dev problems per level in the periodic checks."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -251,66 +226,30 @@ def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, 
 
 def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
-    from .monitor import DEV_SEED
-    from tts_engine.tasks.arith.generator import make_problem_set
-
-    torch.set_num_threads(config.threads)
-    out = Path(config.out_dir)
-    resume = ckpt.has_state(out)
-    model, tokenizer, base_config = ckpt.load_model(out if resume else config.init_dir)
-    prompt_config = recompute_prompt_config(base_config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
-    step, extra = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
-    stream = ProblemStream(config.seed + step, level_weights=config.level_weights, exclude=held_out_texts())
-    rng = random.Random(config.seed * 100_003 + step)
-    sampler = HFBackend(model, tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
+    run = start_run(config, lambda: ckpt.load_model(config.init_dir))
+    run.prompt_config = recompute_prompt_config(run.prompt_config)
+    stream = ProblemStream(config.seed + run.step, level_weights=config.level_weights, exclude=held_out_texts())
+    rng = random.Random(config.seed * 100_003 + run.step)
+    sampler = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
     dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
-    out.mkdir(parents=True, exist_ok=True)
-    bar = _bar(config.steps, step, progress)
-    start = ckpt.resumed_clock(extra)
-    while step < config.steps:
+
+    def step():
         gen = stream.batch(config.gen_batch)
-        own = own_samples(sampler, prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
+        own = own_samples(sampler, run.prompt_config, stream.batch(config.own_problems), config, rng.randrange(1 << 30))
         pairs = [(p.problem, s) for p, s in own]
         pairs += [(p.problem, p.solution) for p in stream.batch(config.references)]
-        pairs += [
-            (p.problem, planted_solution(p.problem, rng, config.structural_share)) for p in stream.batch(config.planted)
-        ]
-        model.train()
-        prompts = [build_prompt(prompt_config, p.problem) for p in gen]
-        gen_loss = sft_loss(model, tokenizer, prompts, [p.solution for p in gen])
-        ver_loss, stats = check_loss(model, tokenizer, prompt_config, pairs, config.judgment_weight)
-        loss = gen_loss + config.verify_weight * ver_loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        bar.update(1)
-        record = {
-            "step": step,
-            "gen_loss": round(gen_loss.item(), 4),
-            "check_loss": round(ver_loss.item(), 4),
-            **stats,
-            "lr": scheduler.get_last_lr()[0],
-            "elapsed_s": round(time.time() - start, 1),
-        }
-        bar.set_postfix(gen=f"{gen_loss.item():.3f}", check=f"{ver_loss.item():.3f}", caught=stats["wrong_caught"])
-        if step % config.eval_every == 0 or step == config.steps:
-            record["dev_pass_at_1"] = dev_pass_at_1(model, tokenizer, prompt_config, per_level=config.dev_per_level)
-            record.update(dev_verifier_check(model, tokenizer, prompt_config, dev))
-            ckpt.save_model(out, model, tokenizer, prompt_config, config)
-            ckpt.save_state(out, optimizer, scheduler, step, {"elapsed_s": record["elapsed_s"]})
-            log(json.dumps(record))
-        with (out / "log.jsonl").open("a") as f:
-            f.write(json.dumps(record) + "\n")
-    bar.close()
-    return out
+        planted = stream.batch(config.planted)
+        pairs += [(p.problem, planted_solution(p.problem, rng, config.structural_share)) for p in planted]
+        run.model.train()
+        prompts = [build_prompt(run.prompt_config, p.problem) for p in gen]
+        gen_loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen])
+        ver_loss, stats = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config.judgment_weight)
+        figures = {"gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4), **stats}
+        postfix = {"gen": f"{gen_loss.item():.3f}", "check": f"{ver_loss.item():.3f}", "caught": stats["wrong_caught"]}
+        return gen_loss + config.verify_weight * ver_loss, figures, postfix
 
+    def dev_checks() -> dict:
+        figures = {"dev_pass_at_1": dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level)}
+        return {**figures, **dev_verifier_check(run.model, run.tokenizer, run.prompt_config, dev)}
 
-def _bar(total: int, initial: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, disable=not enabled, desc="recompute", dynamic_ncols=True)
+    return train(run, step, dev_checks, desc="recompute", progress=progress, log=log)

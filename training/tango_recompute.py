@@ -23,13 +23,13 @@ import torch
 
 from tts_engine.params import SamplingParams
 from tts_engine.steps import split_steps
-from tts_engine.verifiers.process import ParsedVerification
 from tts_engine.tasks.arith.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
+from tts_engine.verifiers.process import ParsedVerification
 
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
-from .rlv import advantages, balanced_accuracy, policy_loss
-from .tango import TangoTrainer, VerifierBatch
+from .rl import advantages, balanced_accuracy, policy_loss
+from .tango_trainer import TangoTrainer, VerifierBatch
 
 STEP_ACCEPTED = 0.5
 """A step is judged right when the verifier gives its line at least this probability."""

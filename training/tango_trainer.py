@@ -1,10 +1,9 @@
 """Tango (arXiv 2505.15034): a generator and a process-level generative verifier, co-trained by RL.
 
 Both start from the SFT checkpoint. The verifier is first warmed up by SFT of its output format on the
-generator's rollouts, never with step labels: in the `marks` form, verdicts from the rule-based outcome only
-(tango_rewards.warm_start_target); in the `rederive` form, checks whose every re-derived value the generator (same
-start as the verifier) computed itself (tango_rederive.recomputed_checks). Then
-generator and verifier RL steps interleave, `ratio` generator steps per verifier step:
+generator's rollouts, never with step labels: verdicts from the rule-based outcome only
+(tango_rewards.warm_start_target). Then generator and verifier RL steps interleave, `ratio` generator steps per
+verifier step:
 
 - generator step: G rollouts per problem; outcome reward from the rule-based checker; the verifier (greedy)
   judges every step and its verdicts give step rewards +-1/K on the step-end tokens; the advantage per token
@@ -16,15 +15,17 @@ Baselines from the same code and budget: `process_rewards=False` trains the gene
 (outcome only), and `verifier_mode="sft"` trains the verifier by SFT on outcome-labelled targets instead of RL
 (`"frozen"` keeps it as warmed up). Checkpoints: out_dir/generator, out_dir/verifier (both served by the engine,
 with their training state for resuming) and out_dir/verifier_warm (the verifier right after its warm-up).
+
+This module holds the config and the trainer of the `marks` form; `tango_recompute` extends the trainer for the
+recompute form, and `tango.train_tango` runs either.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -35,32 +36,31 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 from tts_engine.settings import setting
 from tts_engine.steps import split_steps, step_end_tokens
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 from tts_engine.verifiers.process import build_process_prompt, parse_verification
 
 from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
-from .config import TrainConfig
-from .joint import check_targets, role_weights
-from .rederive import with_verdict
-from .rlv import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
-from .tango_rederive import REDERIVE_SUFFIX, VERIFIER_FORMS, recomputed_checks
-from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
+from .config import SampleConfig
+from .loop import optimizer_step
+from .rl import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
+VERIFIER_FORMS = ("marks", "recompute")
+"""`marks`: one bare mark per step (`1:+`); `recompute`: each line recomputed units digit first
+(training/tango_recompute.py)."""
 
 
 @dataclass
-class TangoConfig(TrainConfig):
-    """Tango co-training of a generator and a process verifier from an SFT checkpoint."""
+class TangoConfig(SampleConfig):
+    """Tango co-training of a generator and a process verifier from an SFT checkpoint (`lr`: the generator's, constant
+    after warm-up; `init_dir`: both models' start; out_dir holds generator/, verifier/, verifier_warm/ and log.jsonl)."""
 
     out_dir: str = "runs/tango"
-    """Where generator/, verifier/, verifier_warm/ and log.jsonl are written; an existing run is resumed."""
-    lr: float = 3e-4
-    """Generator learning rate (AdamW, constant after warm-up)."""
     seed: int = 3
-    init_dir: str = "runs/sft"
-    """Checkpoint both models start from (when out_dir holds none yet)."""
+    group_size: int = 8
+    max_new_tokens: int = 96
     verifier_init_dir: str | None = None
     """A different start for the verifier (e.g. another run's verifier_warm); default init_dir."""
     algorithm: str = setting("grpo", choices=ALGORITHMS)
@@ -76,16 +76,14 @@ class TangoConfig(TrainConfig):
     verifier_mode: str = setting("rl", choices=VERIFIER_MODES)
     """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
     verifier_form: str = setting("marks", choices=VERIFIER_FORMS)
-    """What the verifier writes per step: "marks" (`1:+`), "rederive" (a re-derivation, then its mark) or
-    "recompute" (each line recomputed units digit first, `tango_recompute`)."""
+    """What the verifier writes per step: "marks" (`1:+`) or "recompute" (each line recomputed units digit first,
+    `tango_recompute`)."""
     alpha_start: float = 0.1
     """Process-reward weight at the first generator step."""
     alpha_end: float = 0.001
     """Process-reward weight at the last generator step (exponential decay in between)."""
     prompts_per_step: int = 8
     """Problems per generator step."""
-    group_size: int = 8
-    """G: rollouts per problem."""
     verifier_problems: int = 8
     """Problems per verifier step (and warm-up step); `verifier_rollouts` rollouts each are verified."""
     verifier_rollouts: int = 4
@@ -103,21 +101,10 @@ class TangoConfig(TrainConfig):
     """Verifier learning rate in its RL (or SFT-baseline) steps."""
     warmup_lr: float = 1e-3
     """Verifier learning rate in its warm-up steps."""
-    mark_weight: float = 1.0
-    """rederive form, SFT targets: loss weight of the marks (balanced between + and -); 1 = unweighted."""
-    verdict_weight: float = 1.0
-    """rederive form, SFT targets: loss weight of the verdict (balanced between Yes and No)."""
-    wrong_line_weight: float = 1.0
-    """rederive form, SFT targets: loss weight of a line that does not check out (where copying the solution's
-    number is wrong, and the easy copy is unlearnt)."""
     temperature: float = 1.0
     """Sampling temperature of rollouts and of verifier RL samples."""
-    max_new_tokens: int = 96
-    """Longest rollout in tokens."""
     verifier_max_new_tokens: int = 48
     """Longest verification in tokens."""
-    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
-    """Sampling weight of levels 1..5."""
     save_every: int = 10
     """Steps between checkpoints (and at the end)."""
 
@@ -192,11 +179,7 @@ class Role:
             for group in self.optimizer.param_groups:
                 group["lr"] = lr * factor
         self.model.train()
-        self.optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-        self.optimizer.step()
-        self.scheduler.step()
+        optimizer_step(self.model, self.optimizer, self.scheduler, loss, clip)
         if self.backend.prefix_cache is not None:  # keys and values computed with the old weights
             self.backend.prefix_cache.clear()
 
@@ -217,10 +200,6 @@ class TangoTrainer:
         ver_src = self.out / "verifier" if resume else Path(c.verifier_init_dir or c.init_dir)
         self.gen = Role(gen_src, self.out / "generator", c.lr)
         self.ver = Role(ver_src, self.out / "verifier", c.verifier_lr)
-        if c.verifier_form == "rederive":  # saved with the verifier, so the engine serves it in this form
-            self.ver.prompt_config = replace(
-                self.ver.prompt_config, check_suffix=REDERIVE_SUFFIX, check_max_tokens=c.verifier_max_new_tokens
-            )
         self.step_count = 0
         if resume:
             self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
@@ -292,18 +271,8 @@ class TangoTrainer:
         )
 
     def warm_targets(self, batch: VerifierBatch, outcome_verdicts: bool) -> list[Target]:
-        """The verifier's SFT targets: in the rederive form the checks whose values the generator computed (the
-        pair's solver, same start as the verifier, which a check-only fine-tune would make forget how to solve;
-        verdicts from the outcome when `outcome_verdicts`), in the marks form the outcome-only targets."""
-        if self.config.verifier_form == "rederive":
-            texts = [s.text for s in batch.solutions]
-            checks = recomputed_checks(self.gen.backend, self.gen.prompt_config, batch.problems, texts)
-            self.gen.model.train()
-            checks = [with_verdict(ch, ok) if outcome_verdicts else ch for ch, ok in zip(checks, batch.truth)]
-            pieces = [check_targets(self.ver.tokenizer, ch) for ch in checks]
-            c = self.config
-            weights = role_weights([roles for _, roles in pieces], c.mark_weight, c.verdict_weight, c.wrong_line_weight)
-            return [Target(ids, w, ch.verdict) for (ids, _), w, ch in zip(pieces, weights, checks)]
+        """The verifier's SFT targets, from the outcome only (`outcome_verdicts` changes nothing in this form: its
+        targets' verdicts always come from the outcome)."""
         rng = random.Random(self.config.seed * 31 + self.step_count)
         texts = [tr.warm_start_target(len(split_steps(s.text)), ok, rng) for s, ok in zip(batch.solutions, batch.truth)]
         return [self.plain_target(t, ok) for t, ok in zip(texts, batch.truth)]
@@ -486,28 +455,3 @@ def weighted_sft_loss(role: Role, prompts: list[str], targets: list[Target], wei
     logp = completion_logprobs(role.model, ids, mask)  # (B, T)
     per_example = -(logp * token_weights).sum(-1) / comp.sum(-1).clamp(min=1)  # (B,)
     return (per_example * weights).sum()
-
-
-def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_cls=None) -> Path:
-    """Run (or resume) Tango and return the output directory (generator/ and verifier/ inside)."""
-    from tqdm import tqdm
-
-    if trainer_cls is None and config.verifier_form == "recompute":
-        from .tango_recompute import RecomputeTangoTrainer as trainer_cls
-    trainer = (trainer_cls or TangoTrainer)(config)
-    trainer.out.mkdir(parents=True, exist_ok=True)
-    (trainer.out / "tango_config.json").write_text(json.dumps(asdict(config), indent=2) + "\n")
-    bar = tqdm(
-        total=config.total_steps, initial=trainer.step_count, disable=not progress, desc="tango", dynamic_ncols=True
-    )
-    while trainer.step_count < config.total_steps:
-        record = trainer.step()
-        bar.update(1)
-        bar.set_postfix(phase=record["phase"][0], reward=record.get("reward"), v=record.get("verifier_bal_acc"))
-        if trainer.step_count % config.save_every == 0 or trainer.step_count == config.total_steps:
-            trainer.save()
-            log(json.dumps(record))
-        with (trainer.out / "log.jsonl").open("a") as f:
-            f.write(json.dumps(record) + "\n")
-    bar.close()
-    return trainer.out

@@ -10,7 +10,7 @@ TRL has no loss hook, so two of its methods are extended:
 - `_compute_loss`: TRL's own policy loss (any `loss_type`, already normalised for gradient accumulation) plus
   lambda x sum(weight x -log P(label | verification prompt)) over the micro-batch, rescaled as TRL rescales its
   `dapo` loss: x num_processes (DDP averages gradients) x steps_per_generation / gradient_accumulation_steps,
-  so one optimizer step over one generation batch applies exactly the CPU trainer's class-balanced sum.
+  so one optimizer step over one generation batch applies exactly the class-balanced sum of `training.rl.verification_loss`.
 
 lambda = 0 skips both extensions: the trainer is TRL's GRPOTrainer. Group-normalised (GRPO) advantages are TRL's
 default; `scale_rewards="none"` gives r - mean, RLOO's leave-one-out advantage up to the factor G / (G - 1).
@@ -33,8 +33,8 @@ from tts_engine.backends.base import TokenizerMethods
 from tts_engine.prompts import PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.verifiers.unified import single_token_id
 
-# What this module shares with the CPU RL^V trainer (training/rlv.py), kept in one place.
-from .rlv import balanced_accuracy
+# What this module shares with the CPU trainers (training/rl.py, training/tango_rewards.py), kept in one place.
+from .rl import balanced_accuracy
 from .tango_rewards import class_weights
 
 

@@ -1,0 +1,108 @@
+"""The one training loop: resume from out_dir, AdamW, warm-up + cosine schedule, one log line per step, checkpoints.
+
+A trainer gives `train` a function that computes one step's loss (and the figures it logs) and a function of dev
+checks; the loop does the rest the same way for every trainer. The log format is what `scripts/log_summary.py`
+and the run logs in docs/runs read: one JSON object per step in out_dir/log.jsonl, `{"step", <the trainer's
+figures>, "lr", "elapsed_s"}` plus the dev checks at checkpoint steps, which are also echoed to `log`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from tts_engine.prompts import PromptConfig
+
+from . import checkpoint as ckpt
+from .config import LoopConfig
+
+StepFn = Callable[[], tuple[torch.Tensor, dict, dict]]
+"""One step's loss, the figures it logs, and what the progress bar shows."""
+
+
+@dataclass
+class Run:
+    """The model under training, its optimizer and schedule, and how far the run got."""
+
+    config: LoopConfig
+    model: Any
+    tokenizer: Any
+    prompt_config: PromptConfig
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    step: int = 0
+    extra: dict = field(default_factory=dict)
+    """What the last checkpoint stored beside the step (its elapsed seconds)."""
+
+    @property
+    def out(self) -> Path:
+        return Path(self.config.out_dir)
+
+
+def start_run(config: LoopConfig, fresh: Callable[[], tuple]) -> Run:
+    """The run in config.out_dir where one was saved (model, optimizer, schedule, step, RNG), else a new one from
+    `fresh()` -> (model, tokenizer, prompt config)."""
+    torch.set_num_threads(config.threads)
+    out = Path(config.out_dir)
+    resume = ckpt.has_state(out)
+    model, tokenizer, prompt_config = ckpt.load_model(out) if resume else fresh()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
+    step, extra = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
+    return Run(config, model, tokenizer, prompt_config, optimizer, scheduler, step, extra)
+
+
+def optimizer_step(model, optimizer, scheduler, loss: torch.Tensor, grad_clip: float) -> None:
+    """Backward, clip the gradient norm, step the optimizer and the schedule: every trainer's update."""
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    scheduler.step()
+
+
+def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, progress: bool, log) -> Path:
+    """Run `step` and an optimizer update until config.steps; every eval_every steps (and at the end) add the dev
+    checks to the log record, save model and state, and echo the record. Returns out_dir."""
+    c, start = run.config, ckpt.resumed_clock(run.extra)
+
+    def one_step() -> tuple[dict, dict]:
+        loss, figures, postfix = step()
+        optimizer_step(run.model, run.optimizer, run.scheduler, loss, c.grad_clip)
+        run.step += 1
+        lr = run.scheduler.get_last_lr()[0]
+        return {"step": run.step, **figures, "lr": lr, "elapsed_s": round(time.time() - start, 1)}, postfix
+
+    def checkpoint(record: dict) -> None:
+        record.update(dev_checks())
+        ckpt.save_model(run.out, run.model, run.tokenizer, run.prompt_config, c)
+        ckpt.save_state(run.out, run.optimizer, run.scheduler, run.step, {"elapsed_s": record["elapsed_s"]})
+
+    return run_steps(run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log)
+
+
+def run_steps(out: Path, total: int, done: int, one_step, checkpoint, every: int, desc: str, progress: bool, log):
+    """The outer loop of every trainer (Tango's two-model schedule too): `one_step()` -> (log record, progress bar
+    postfix) until `total` steps; at every `every`-th step and the last, `checkpoint(record)` then echo the record;
+    every record is appended to out/log.jsonl. Returns out."""
+    from tqdm import tqdm
+
+    out.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=total, initial=done, disable=not progress, desc=desc, dynamic_ncols=True)
+    while done < total:
+        record, postfix = one_step()
+        done += 1
+        bar.update(1)
+        bar.set_postfix(postfix)
+        if done % every == 0 or done == total:
+            checkpoint(record)
+            log(json.dumps(record))
+        with (out / "log.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+    bar.close()
+    return out
