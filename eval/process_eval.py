@@ -22,11 +22,11 @@ from typing import Any, Sequence
 from tts_engine.aggregate import majority_vote, weighted_vote
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_reward, solution_reward
-from tts_engine.tasks.arith.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.steps import split_steps
+from tts_engine.tasks.arith.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
+from tts_engine.tasks.arith.recompute import SCORE_KIND
 from tts_engine.verifiers.base import score_each_text_once
 from tts_engine.verifiers.process import AGGREGATIONS, aggregate_steps
-from tts_engine.tasks.arith.recompute import SCORE_KIND
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -227,8 +227,8 @@ def load_process_verifier(path: str, max_new_tokens: int | None = None):
     checkpoint serves that form (`verify_form: recompute`), else its written step verdicts."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
-    from tts_engine.verifiers.process import ProcessVerifier
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
+    from tts_engine.verifiers.process import ProcessVerifier
 
     backend, config = HFBackend(path, device="cpu", max_batch_rows=512), PromptConfig.load(path)
     if config.verify_form == "recompute":

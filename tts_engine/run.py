@@ -112,7 +112,11 @@ class Run:
                     strategy,
                 )
         self.bar = tqdm(
-            total=len(problems), initial=len(problems) - len(self.todo), desc=strategy, unit="problem", disable=not progress
+            total=len(problems),
+            initial=len(problems) - len(self.todo),
+            desc=strategy,
+            unit="problem",
+            disable=not progress,
         )
 
     def finish(self, record: dict[str, Any]) -> None:

@@ -440,7 +440,9 @@ class ProcessStepScorer(BatchedScorer):
         return StepScores([final] * num_steps, verdict.tokens, status)
 
 
-register_score_kind("process", "the process verifier's headline: its final verdict or an aggregate of its steps", "process")
+register_score_kind(
+    "process", "the process verifier's headline: its final verdict or an aggregate of its steps", "process"
+)
 register_score_kind("process_final", "P(correct) at the process verifier's final verdict", "process")
 for _how in ("min", "prod", "mean", "last"):
     register_score_kind(f"process_{_how}", f"the process verifier's step verdicts aggregated by {_how}", "process")
