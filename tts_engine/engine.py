@@ -136,6 +136,7 @@ class Engine:
         search: Any = None,
         step_scorer: Any = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
+        stop: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """Solve every problem with one strategy (`tts_engine.run.strategies()`: fixed, adaptive-length,
         adaptive-n, beam, dvts, ...); records in input order, written to `out` as each problem finishes (a rerun
@@ -143,7 +144,7 @@ class Engine:
 
         `config` is the strategy's settings (its registered type; `adaptive=AdaptiveConfig(...)` and
         `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
-        `on_record` sees each record as its problem finishes. `top_logprobs` (k), `confidence_window` and
+        `on_record` sees each record as its problem finishes; `stop` adds stop strings to the model's own. `top_logprobs` (k), `confidence_window` and
         `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off)."""
         from .run import run_plan, strategy_entry
 
@@ -154,7 +155,7 @@ class Engine:
             top_p=top_p,
             max_new_tokens=max_new_tokens,
             seed=seed,
-            stop=list(self.prompt_config.stop),
+            stop=list(dict.fromkeys((*self.prompt_config.stop, *stop))),
             top_logprobs=top_logprobs,
             confidence_window=confidence_window,
             confidence_tail=confidence_tail,

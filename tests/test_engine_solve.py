@@ -1,0 +1,69 @@
+"""`Engine.solve(strategy=...)`: every registered strategy runs from Python through the one run loop, writes
+its records as problems finish, and resumes."""
+
+import pytest
+
+from tts_engine.adaptive import AdaptiveConfig
+from tts_engine.deepconf import DeepConfConfig
+from tts_engine.engine import Engine
+from tts_engine.problems import Problem
+from tts_engine.results import read_results
+from tts_engine.run import strategies, strategy_of
+from tts_engine.search import SearchConfig
+
+PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(3)]
+SETTINGS = {
+    "fixed": {},
+    "adaptive-length": {"config": AdaptiveConfig(budgets=[4, 8], tau=1.0)},
+    "adaptive-n": {"config": AdaptiveConfig(wave=2, min_n=2, max_n=4, tau=1.0)},
+    "beam": {"config": SearchConfig(beam_width=2, max_steps=2, step_delimiter=" ")},
+    "dvts": {"config": SearchConfig(beam_width=2, max_steps=2, step_delimiter=" ")},
+    "deepconf": {"config": DeepConfConfig(warmup=2, trace_wave=2)},
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir):
+    return Engine(tiny_model_dir)
+
+
+def test_every_registered_strategy_has_a_case_here():
+    assert set(strategies()) == set(SETTINGS)
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_each_strategy_runs_from_python_and_resumes(engine, name, tmp_path):
+    out = tmp_path / f"{name}.jsonl"
+    records = engine.solve(PROBLEMS, strategy=name, n=4, max_new_tokens=8, out=out, progress=False, **SETTINGS[name])
+    assert [r["id"] for r in records] == [p.id for p in PROBLEMS]  # input order
+    assert all(strategy_of(r) == name for r in records)
+    assert all(r["run"]["model"] == engine.model_label and r["samples"] for r in records)
+    written = list(read_results(out))
+    assert sorted(r["id"] for r in written) == sorted(p.id for p in PROBLEMS)  # one line per problem
+    calls = []
+    original = engine.backend.generate
+    engine.backend.generate = lambda *a, **k: calls.append(a) or original(*a, **k)
+    try:
+        again = engine.solve(PROBLEMS, strategy=name, n=4, max_new_tokens=8, out=out, progress=False, **SETTINGS[name])
+    finally:
+        engine.backend.generate = original
+    assert calls == [] and again == records  # a rerun reads every problem back, generating nothing
+
+
+def test_settings_of_another_strategy_are_an_error(engine):
+    with pytest.raises(ValueError, match="strategy 'fixed' takes no adaptive settings"):
+        engine.solve(PROBLEMS, strategy="fixed", adaptive=AdaptiveConfig())
+    with pytest.raises(ValueError, match="strategy 'beam' takes no adaptive settings"):
+        engine.solve(PROBLEMS, strategy="beam", n=4, adaptive=AdaptiveConfig())
+    with pytest.raises(ValueError, match="strategy must be one of .*'deepconf'.*got 'mcts'"):
+        engine.solve(PROBLEMS, strategy="mcts")
+
+
+def test_extra_stop_strings_end_samples(engine):
+    (free,) = engine.solve(PROBLEMS[:1], n=8, max_new_tokens=24, temperature=1.0, seed=3, progress=False)
+    letter = next(c for s in free["samples"] for c in s["text"] if c.isalpha())  # a character the model writes
+    (stopped,) = engine.solve(
+        PROBLEMS[:1], n=8, max_new_tokens=24, temperature=1.0, seed=3, progress=False, stop=[letter]
+    )
+    assert all(letter not in s["text"] for s in stopped["samples"])
+    assert any(s["finish_reason"] == "stop" for s in stopped["samples"])

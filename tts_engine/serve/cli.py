@@ -1,0 +1,44 @@
+"""`tts serve`: the engine behind an OpenAI-compatible HTTP API, with the same engine options as `tts solve`."""
+
+from __future__ import annotations
+
+import click
+
+from ..adaptive import AdaptiveConfig
+from ..options import SAMPLING_EXCLUDE, EngineOptions
+from ..params import SamplingParams
+from ..search import SearchConfig
+from ..settings import Command, build, options
+from .options import ServeOptions
+
+
+@click.command(cls=Command)
+@options(EngineOptions)
+@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 16})
+@options(ServeOptions)
+@options(AdaptiveConfig)
+@options(SearchConfig)
+def serve(**settings):
+    """Serve test-time scaling behind an OpenAI-compatible API: POST /v1/chat/completions and /v1/completions,
+    GET /v1/models and /health (docs/serve.md). The sampling and strategy options are the defaults of requests
+    that do not set them."""
+    import uvicorn
+
+    from .app import create_app, make_server
+
+    serve_options = build(ServeOptions, settings)
+    params = build(SamplingParams, settings, defaults={"n": 16})
+    configs = {cls.__name__: build(cls, settings) for cls in (AdaptiveConfig, SearchConfig)}
+    engine_options = build(EngineOptions, settings)
+    engine = engine_options.make_engine()
+    name = serve_options.model_name(engine_options.model)
+    server = make_server(engine, serve_options, params, configs, name)
+    host, port = serve_options.host, serve_options.port
+    click.echo(
+        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters), served as {name!r}", err=True
+    )
+    click.echo(
+        f"listening on http://{host}:{port}/v1 (key {'required' if serve_options.api_key else 'not required'})",
+        err=True,
+    )
+    uvicorn.run(create_app(server), host=host, port=port, log_level=serve_options.log_level)
