@@ -31,3 +31,17 @@ def test_the_pack_registers_its_verify_form_and_score_kind():
 
     assert "recompute" in verify_forms()
     assert score_kinds()["verifier_recompute"].written_by == "recompute"
+
+
+def test_make_problems_writes_the_levels_asked_for(tmp_path):
+    from click.testing import CliRunner
+
+    from tts_engine.cli import main
+    from tts_engine.problems import load_problems
+
+    out = tmp_path / "long.jsonl"
+    result = CliRunner().invoke(
+        main, ["train", "make-problems", "--out", str(out), "--levels", "6-7", "--per-level", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    assert [p.fields["level"] for p in load_problems(out)] == [6, 6, 6, 7, 7, 7]

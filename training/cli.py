@@ -93,15 +93,24 @@ _register_trainers()
 @click.option("--out", default=None, help="Output JSONL. [the bundled set's path]")
 @click.option("--seed", type=int, default=None, help="Seed of the set.")
 @click.option("--per-level", type=int, default=None, help="Problems per level.")
-def make_problems(out, seed, per_level) -> None:
+@click.option("--levels", default=None, help="Levels, e.g. 1-5 (the trained ones, default) or 6-8 (longer chains).")
+def make_problems(out, seed, per_level, levels) -> None:
     """Write the arithmetic task's evaluation set (the bundled one by default)."""
-    from tts_engine.tasks.arith.generator import EVAL_PER_LEVEL, EVAL_SEED, bundled_problems_path, write_problem_set
+    from tts_engine.tasks.arith.generator import (
+        EVAL_PER_LEVEL,
+        EVAL_SEED,
+        LEVELS,
+        bundled_problems_path,
+        parse_levels,
+        write_problem_set,
+    )
 
     click.echo(
         write_problem_set(
             out or bundled_problems_path(),
             EVAL_SEED if seed is None else seed,
             EVAL_PER_LEVEL if per_level is None else per_level,
+            LEVELS if levels is None else parse_levels(levels),
         )
     )
 
