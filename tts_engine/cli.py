@@ -15,7 +15,7 @@ from .search import SearchConfig
 from .settings import Command, OneLineErrors, build, options
 
 LAZY_COMMANDS = {
-    "train": ("tts_engine.training.cli", "train", "Train checkpoints: SFT, RL^V, Tango."),
+    "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
     "curve": ("tts_engine.eval.cli", "curve", "Compute-vs-accuracy curves, efficiency ratio and plots from results."),
     "bench": ("tts_engine.eval.cli", "bench", "Generate and draw curves in one command."),
     "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),

@@ -5,9 +5,8 @@ Verifier interface.
 
 Two forms:
 - `compact` (the tiny models'): one line per step ending in its mark, then the verdict, each mark a single
-  token. A step line is either a bare mark (`1:+`) or a written check of the step ending in the mark (the
-  default model re-derives each step in a form the solution does not contain, see
-  `tts_engine.training.rederive`):
+  token. A step line is either a bare mark (`1:+`) or a written check of the step ending in the mark (e.g. a
+  checking model's re-solve of the step compared with the solution's):
 
       1:+                          4*28=112 vs 112 +
       2:-                          94+18=113 vs 112 -
