@@ -63,5 +63,5 @@ def efficiency_ratio(
     reaches_at, note = first_reach(compute, accuracy, target, slack)
     ratio = reference_compute / reaches_at if reaches_at else None
     used = next(((y, s) for y, s in zip(accuracy, slack) if y + s >= target), None)
-    tolerance = round(used[1], 6) if used is not None and used[0] < target else None  # None: reached outright
+    tolerance = float(f"{used[1]:.3g}") if used is not None and used[0] < target else None  # None: reached outright
     return {"reaches_at": reaches_at, "ratio": ratio, "tolerance": tolerance, "note": note}

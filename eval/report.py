@@ -81,7 +81,7 @@ def format_table(c: dict[str, Any]) -> str:
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
         samples, tokens = axes["samples"], axes["tokens"]
-        slack = f"within {samples['tolerance']:.4f} (2 s.e. of the subsets)" if samples.get("tolerance") else ""
+        slack = f"within {samples['tolerance']:.2g} (2 s.e. of the subsets)" if samples.get("tolerance") else ""
         note = "; ".join(text for text in (slack, samples["note"]) if text)
         lines.append(
             f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
