@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from tts_engine import models
 from tts_engine.prompts import PromptConfig
 from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 
@@ -95,16 +96,9 @@ def cosine_schedule(optimizer, total_steps: int, warmup_steps: int, min_ratio: f
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-SERVING_FILES = (
-    "config.json",
-    "generation_config.json",
-    "model.safetensors",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "tts_engine.json",
-    TRAINING_CONFIG,
-)
+SERVING_FILES = (*models.SERVING_FILES, "special_tokens_map.json", TRAINING_CONFIG)
+"""What an export copies: the files the engine requires of a checkpoint, the tokenizer's optional map, and the
+training settings that made it."""
 
 
 def export_serving(run_dir: str | Path, dest: str | Path) -> Path:
