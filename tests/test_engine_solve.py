@@ -67,3 +67,24 @@ def test_extra_stop_strings_end_samples(engine):
     )
     assert all(letter not in s["text"] for s in stopped["samples"])
     assert any(s["finish_reason"] == "stop" for s in stopped["samples"])
+
+
+def test_strategies_in_rounds_report_the_problems_still_open(engine):
+    updates = []
+    records = engine.solve(
+        PROBLEMS,
+        strategy="adaptive-n",
+        n=4,
+        max_new_tokens=8,
+        progress=False,
+        adaptive=AdaptiveConfig(wave=2, min_n=2, max_n=4, tau=1.0),  # only a unanimous vote stops
+        on_progress=updates.append,
+    )
+    open_after_first = [r for r in records if r["adaptive"]["n_used"] == 4]  # these were still open after wave 1
+    assert open_after_first
+    assert sorted(u.problem_id for u in updates) == sorted(r["id"] for r in open_after_first)
+    for update in updates:
+        assert update.samples == 2 and 0.0 <= update.confidence < 1.0
+    fixed = []
+    engine.solve(PROBLEMS, n=2, max_new_tokens=8, progress=False, on_progress=fixed.append)
+    assert fixed == []  # one round: the records say it all

@@ -287,3 +287,19 @@ def test_a_client_that_disconnects_leaves_the_server_answering(server, client, p
         assert first.startswith("data: ") and json.loads(first[6:])["tts"]["stage"] == "queued"
     reply = client.chat.completions.create(model="tts-default", messages=_chat(problems[7].text))
     assert reply.choices[0].answer is not None
+
+
+def test_stream_of_an_adaptive_request_reports_each_round(client, problems):
+    # confidence over samples is the verifier's mean belief (below 1), so tau 1.0 keeps the problem open to max_n
+    settings = {"strategy": "adaptive-n", "max_n": 8, "wave": 4, "tau": 1.0, "confidence_over": "samples"}
+    chunks = list(
+        client.chat.completions.create(
+            model="tts-default", messages=_chat(problems[0].text), stream=True, extra_body={"tts": settings}
+        )
+    )
+    events = [c.tts for c in chunks if getattr(c, "tts", None) and c.tts.get("event") == "progress"]
+    rounds = [e for e in events if e["stage"] == "round"]
+    answered = [e for e in events if e["stage"] == "answered"]
+    assert [(e["problem"], e["samples_done"]) for e in rounds] == [(0, 4)]  # after the first wave, still open
+    assert 0.0 < rounds[0]["confidence"] < 1.0 and rounds[0]["leader"] is not None
+    assert len(answered) == 1 and answered[0]["samples_done"] == 8

@@ -28,7 +28,7 @@ from .backends.base import PromptTooLongError, Sample
 from .engine import headline_kind
 from .params import SamplingParams
 from .problems import Problem
-from .run import register_strategy
+from .run import RoundProgress, register_strategy
 from .settings import setting
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,11 @@ class _Rule:
 def _rule(engine, config: AdaptiveConfig, strategy: str) -> _Rule:
     """When a problem of `strategy` stops; a bad confidence key fails before any generation."""
     return _Rule(confidence_key(engine, config.confidence_from), config.tau_for(strategy), config.confidence_over)
+
+
+def _progress(record: dict[str, Any], rule: _Rule, confidence: float) -> RoundProgress:
+    """What an open problem's round says: its samples so far and the answer leading by the stopping rule's vote."""
+    return RoundProgress(record["id"], len(record["samples"]), record["strategies"][rule.key]["answer"], confidence)
 
 
 def _cached(verifier):
@@ -375,11 +380,13 @@ class AdaptiveLengthPlan:
         self.run_block = {**engine.run_info(replace(params, max_new_tokens=self.budgets[-1])), "adaptive": settings}
         self.verifier = _cached(engine.verifier)
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
         yield from _length_rounds(self.engine, problems, self.params, self.budgets, self.rule, self.verifier)
 
 
-def _length_rounds(engine, problems, params, budgets, rule: _Rule, verifier) -> Iterator[dict[str, Any]]:
+def _length_rounds(
+    engine, problems, params, budgets, rule: _Rule, verifier
+) -> Iterator[dict[str, Any] | RoundProgress]:
     """Rounds over one chunk of problems; yields each record as its problem finishes."""
     clock, prompts = _Clock(), engine.prompts(problems)
     samples = _generate(engine, problems, prompts, params)  # (P, N)
@@ -412,6 +419,7 @@ def _length_rounds(engine, problems, params, budgets, rule: _Rule, verifier) -> 
             reason = _length_stop(confidence, rule.tau, next_budget, samples[i], engine.backend.max_model_len)
             if reason is None:
                 still_open.append(i)
+                yield _progress(record, rule, confidence)
                 continue
             record["adaptive"] = {
                 "strategy": "adaptive-length",
@@ -468,11 +476,11 @@ class AdaptiveNPlan:
         self.run_block = {**engine.run_info(self.params), "adaptive": settings}
         self.verifier = _cached(engine.verifier)
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
         yield from _waves(self.engine, problems, self.params, self.wave, self.min_n, self.rule, self.verifier)
 
 
-def _waves(engine, problems, params, wave, min_n, rule: _Rule, verifier) -> Iterator[dict[str, Any]]:
+def _waves(engine, problems, params, wave, min_n, rule: _Rule, verifier) -> Iterator[dict[str, Any] | RoundProgress]:
     """Waves over one chunk of problems; yields each record as its problem finishes."""
     max_n = params.n
     clock, prompts = _Clock(), engine.prompts(problems)
@@ -501,6 +509,7 @@ def _waves(engine, problems, params, wave, min_n, rule: _Rule, verifier) -> Iter
             reason = "confident" if used >= min_n and confidence >= rule.tau else "max_n" if used >= max_n else None
             if reason is None:
                 still_open.append(i)
+                yield _progress(record, rule, confidence)
                 continue
             record["adaptive"] = {
                 "strategy": "adaptive-n",

@@ -137,6 +137,7 @@ class Engine:
         step_scorer: Any = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         stop: Sequence[str] = (),
+        on_progress: Callable[[Any], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Solve every problem with one strategy (`tts_engine.run.strategies()`: fixed, adaptive-length,
         adaptive-n, beam, dvts, ...); records in input order, written to `out` as each problem finishes (a rerun
@@ -144,7 +145,8 @@ class Engine:
 
         `config` is the strategy's settings (its registered type; `adaptive=AdaptiveConfig(...)` and
         `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
-        `on_record` sees each record as its problem finishes; `stop` adds stop strings to the model's own. `top_logprobs` (k), `confidence_window` and
+        `on_record` sees each record as its problem finishes; `stop` adds stop strings to the model's own; `on_progress` sees a `RoundProgress` for every problem still
+        open after a round of the strategies that work in rounds. `top_logprobs` (k), `confidence_window` and
         `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off)."""
         from .run import run_plan, strategy_entry
 
@@ -163,7 +165,7 @@ class Engine:
         config = _strategy_config(entry, config=config, adaptive=adaptive, search=search)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
         plan = entry.build(self, params, config, **extra)
-        return run_plan(plan, problems, out=out, progress=progress, on_record=on_record)
+        return run_plan(plan, problems, out=out, progress=progress, on_record=on_record, on_progress=on_progress)
 
     def solve_batch(self, problems: Sequence[Problem], params: SamplingParams) -> list[dict[str, Any]]:
         """One engine step: generate, extract, group, grade, score, vote for a batch of problems."""

@@ -27,6 +27,17 @@ BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engi
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
 
 
+@dataclass(frozen=True)
+class RoundProgress:
+    """A plan's word on a problem still open after a round (adaptive strategies): how many samples it has and
+    which answer leads. Plans may yield these between records; the loop hands them to `on_progress`."""
+
+    problem_id: str
+    samples: int
+    leader: str | None
+    confidence: float
+
+
 class Plan(Protocol):
     """One strategy's plan over a run: what it spends per problem and how it solves a chunk."""
 
@@ -36,8 +47,9 @@ class Plan(Protocol):
     run_block: dict[str, Any]
     """The results' "run" block (model, sampling settings, verifier, the strategy's own settings)."""
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
-        """One record per problem of the chunk, yielded as each finishes (any order)."""
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
+        """One record per problem of the chunk, yielded as each finishes (any order), with optional
+        `RoundProgress` items for problems still open."""
         ...
 
 
@@ -147,14 +159,20 @@ def run_plan(
     out: str | Path | None = None,
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[RoundProgress], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Drive `plan` over the problems not yet in `out`, chunk by chunk; records in input order.
 
-    `on_record` sees each record as its problem finishes (after it is written)."""
+    `on_record` sees each record as its problem finishes (after it is written); `on_progress` each round's word
+    on the problems still open (strategies that work in rounds)."""
     run = Run(problems, out, progress, plan.name)
     try:
         for chunk in chunks(run.todo, max(1, ROWS_PER_CHUNK // plan.rows_per_problem)):
             for record in plan.solve(chunk):
+                if isinstance(record, RoundProgress):
+                    if on_progress is not None:
+                        on_progress(record)
+                    continue
                 record["run"] = plan.run_block
                 run.finish(record)
                 if on_record is not None:

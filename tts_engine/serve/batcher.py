@@ -78,8 +78,9 @@ class Job:
 
 
 def progress(job: Job, stage: str, **info: Any) -> None:
-    """The one place progress reaches a request: `queued` (position), `generating` (batch size), `record` (a
-    problem finished). A per-round engine callback would call this with stage `round`."""
+    """The one place progress reaches a request: `queued` (position), `generating` (batch size), `round` (after
+    each round of a strategy that works in rounds: samples so far, the leading answer and its confidence),
+    `record` (a problem finished)."""
     job.emit({"type": "progress", "stage": stage, **info})
 
 
@@ -253,6 +254,18 @@ class Batcher:
             if not job.cancelled:
                 job.deliver(k, record)
 
+        def on_progress(update) -> None:  # a RoundProgress of a problem still open (adaptive strategies)
+            job, k = owners[update.problem_id]
+            if not job.cancelled:
+                progress(
+                    job,
+                    "round",
+                    problem=k,
+                    samples_done=update.samples,
+                    leader=update.leader,
+                    confidence=round(update.confidence, 6),
+                )
+
         records = self.engine.solve(
             problems,
             strategy=request.strategy,
@@ -264,6 +277,7 @@ class Batcher:
             progress=False,
             stop=request.stop,
             on_record=on_record,
+            on_progress=on_progress,
             **strategy_keywords(request.config),
         )
         for record in records:  # every record was reported as it finished; delivering again is a no-op
