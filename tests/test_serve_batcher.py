@@ -23,11 +23,13 @@ class GatedEngine:
 
     def __init__(self):
         self.calls: list[tuple[list[str], dict]] = []
+        self.keywords: list[dict] = []
         self.gate = threading.Event()
         self.started = threading.Event()
 
     def solve(self, problems, *, strategy="fixed", n=16, seed=0, on_record=None, **kwargs):
         self.calls.append(([p.text for p in problems], {"n": n, "seed": seed}))
+        self.keywords.append(kwargs)
         self.started.set()
         self.gate.wait(10)
         if any(p.text == "boom" for p in problems):
@@ -275,3 +277,20 @@ def test_null_fields_take_the_defaults():
         seed=None, temperature=None, n=None, tts={"n": None, "strategy": None, "return_candidates": None}
     )
     assert (request.seed, request.temperature, request.answers, request.n, request.strategy) == (0, 1.0, 1, 4, "fixed")
+
+
+def test_server_wide_solve_settings_reach_every_engine_call():
+    engine = GatedEngine()
+    engine.gate.set()
+
+    async def run():
+        settings = {"top_logprobs": 0, "confidence_window": 4}
+        batcher = Batcher(engine, max_queue=8, batch_wait_s=0.0, batch_wait_share=0.0, solve_settings=settings)
+        batcher.start()
+        job = Job(_request("p"), loop=asyncio.get_running_loop())
+        batcher.submit(job)
+        await _result(job)
+        batcher.close()
+
+    asyncio.run(run())
+    assert engine.keywords and all(k["top_logprobs"] == 0 and k["confidence_window"] == 4 for k in engine.keywords)

@@ -293,5 +293,6 @@ def make_server(engine, options, params, configs: dict[str, Any], model_name: st
         max_batch_rows=options.max_batch_rows,
         batch_wait_s=options.batch_wait_ms / 1000,
         batch_wait_share=options.batch_wait_share,
+        solve_settings={key: getattr(params, key) for key in ("top_logprobs", "confidence_window", "confidence_tail")},
     )
     return Server(engine, defaults, api_key=options.api_key, max_body_bytes=options.max_body_bytes, batcher=batcher)

@@ -95,8 +95,11 @@ class Batcher:
         max_batch_rows: int = 512,
         batch_wait_s: float = 0.01,
         batch_wait_share: float = 0.05,
+        solve_settings: dict[str, Any] | None = None,
     ):
         self.engine = engine
+        self.solve_settings = dict(solve_settings or {})
+        """Server-wide `Engine.solve` keywords no request sets (the token-confidence settings of `tts serve`)."""
         self.max_queue, self.max_batch_rows = max_queue, max_batch_rows
         self.batch_wait_s, self.batch_wait_share = batch_wait_s, batch_wait_share
         self._cond = threading.Condition()
@@ -278,6 +281,7 @@ class Batcher:
             stop=request.stop,
             on_record=on_record,
             on_progress=on_progress,
+            **self.solve_settings,
             **strategy_keywords(request.config),
         )
         for record in records:  # every record was reported as it finished; delivering again is a no-op
