@@ -38,15 +38,20 @@ def sample_tokens(
     return (probs / noise).argmax(dim=-1)
 
 
-def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Log-probability `# (B,)` of `tokens` `# (B,)` under the raw (temperature 1) distribution."""
-    return torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
+def raw_logprobs(logits: torch.Tensor) -> torch.Tensor:
+    """The raw (temperature 1) log-probabilities `# (B, V)` of last-position logits `# (B, V)`: computed once per
+    decoding step, read by `token_logprobs` and `top_k_confidence`."""
+    return torch.log_softmax(logits.float(), dim=-1)
 
 
-def top_k_confidence(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """Token confidence `# (B,)`: -mean of the k largest log-probs of the raw (temperature 1) distribution of
-    last-position logits `# (B, V)` (DeepConf; k is cut to V)."""
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, V)
+def token_logprobs(logp: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Log-probability `# (B,)` of `tokens` `# (B,)` under raw log-probabilities `logp` `# (B, V)`."""
+    return logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def top_k_confidence(logp: torch.Tensor, k: int) -> torch.Tensor:
+    """Token confidence `# (B,)`: -mean of the k largest of raw log-probabilities `logp` `# (B, V)` (DeepConf; k is
+    cut to V)."""
     return -logp.topk(min(k, logp.shape[-1]), dim=-1).values.mean(dim=-1)
 
 

@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 
 from ..params import SamplingParams
-from ..sampling import left_pad, row_seed, sample_tokens, token_logprobs, top_k_confidence
+from ..sampling import left_pad, raw_logprobs, row_seed, sample_tokens, token_logprobs, top_k_confidence
 from .base import PromptTooLongError, Sample, TokenizerMethods
 from .prefix_cache import PrefixCache
 
@@ -188,8 +188,9 @@ class HFBackend(TokenizerMethods):
         while active:
             gens = None if generators is None else [generators[r] for r in active]
             next_tok = sample_tokens(logits, params.temperature, params.top_p, gens)  # (A,)
-            next_lp = token_logprobs(logits, next_tok)  # (A,)
-            next_conf = top_k_confidence(logits, k).tolist() if k else [None] * len(active)  # (A,)
+            logp = raw_logprobs(logits)  # (A, V), once for both reads
+            next_lp = token_logprobs(logp, next_tok)  # (A,)
+            next_conf = top_k_confidence(logp, k).tolist() if k else [None] * len(active)  # (A,)
             keep = []
             for pos, (row, tok, lp) in enumerate(zip(active, next_tok.tolist(), next_lp.tolist())):
                 tokens[row].append(tok)
