@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .backends.base import token_confidence  # noqa: F401  (defined with the backends that compute it)
+from .backends.base import token_confidence, window_confidence  # noqa: F401  (with the backends that compute them)
 from .verifiers.registry import register_score_kind
 
 BOTTOM_FRACTION = 0.1
@@ -55,13 +55,6 @@ def group_confidences(confidences: Sequence[float], window: int) -> list[float]:
         total += confidences[i] - confidences[i - window]
         out.append(total / window)
     return out
-
-
-def window_confidence(confidences: Sequence[float], window: int) -> float | None:
-    """Mean C of the last `window` tokens, or None while fewer than `window` were generated (the online stop)."""
-    if len(confidences) < window:
-        return None
-    return sum(confidences[-window:]) / window
 
 
 def trace_confidences(confidences: Sequence[float], window: int, tail: int) -> dict[str, float]:

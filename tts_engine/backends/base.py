@@ -45,6 +45,13 @@ def token_confidence(top_logprobs: Sequence[float]) -> float:
     return -sum(values) / len(values) if values else 0.0
 
 
+def window_confidence(confidences: Sequence[float], window: int) -> float | None:
+    """Mean C of the last `window` tokens, or None while fewer than `window` were generated (the online stop: the hf backend checks it after every token)."""
+    if len(confidences) < window:
+        return None
+    return sum(confidences[-window:]) / window
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the engine needs from a model server.

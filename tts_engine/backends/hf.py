@@ -10,7 +10,7 @@ import torch
 
 from ..params import SamplingParams
 from ..sampling import left_pad, raw_logprobs, row_seed, sample_tokens, token_logprobs, top_k_confidence
-from .base import PromptTooLongError, Sample, TokenizerMethods
+from .base import PromptTooLongError, Sample, TokenizerMethods, window_confidence
 from .prefix_cache import PrefixCache
 
 
@@ -199,7 +199,8 @@ class HFBackend(TokenizerMethods):
                     confs[row].append(next_conf[pos])
                 reasons[row] = self._finish_reason(tokens[row], budgets[row], params.stop, stop_window)
                 if reasons[row] is None and thresholds[row] is not None:
-                    reasons[row] = _low_confidence(confs[row], params.confidence_window, thresholds[row])
+                    window = window_confidence(confs[row], params.confidence_window)
+                    reasons[row] = "low_confidence" if window is not None and window < thresholds[row] else None
                 if reasons[row] is None:
                     keep.append(pos)
                 else:  # the cache holds the prompt and every generated token but this last one
@@ -301,13 +302,6 @@ class HFBackend(TokenizerMethods):
                 logp = torch.log_softmax(head(hidden[b, first : first + len(c)]).float(), dim=-1)  # (C, V)
                 out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None])[:, 0].tolist())
         return out
-
-
-def _low_confidence(confidences: list[float], window: int, threshold: float) -> str | None:
-    """ "low_confidence" once the mean confidence of the last `window` tokens is below `threshold`, else None."""
-    if len(confidences) < window:
-        return None
-    return "low_confidence" if sum(confidences[-window:]) / window < threshold else None
 
 
 def _eos_ids(model, tokenizer) -> set[int]:
