@@ -9,6 +9,7 @@ with its class and one `register_verify_form` line (plus one line in BUILTIN_VER
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ def register_score_kind(name: str, meaning: str, written_by: str, higher_is_bett
     _KINDS[name] = ScoreKind(name, meaning, written_by, higher_is_better)
 
 
+@functools.cache
 def _load_all() -> None:
+    """Import the built-in verifier modules and every task pack once (their imports register them)."""
     for module in BUILTIN_VERIFIER_MODULES:
         importlib.import_module(module)
     tasks = importlib.import_module(TASKS_PACKAGE)
