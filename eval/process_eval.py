@@ -261,18 +261,22 @@ def run_table(
     seed: int = 0,
     verifier_max_new_tokens: int | None = None,
     unified: dict[str, str] | None = None,
+    problems_path: str | None = None,
+    max_new_tokens: int = 96,
 ) -> dict[str, Any]:
-    """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples."""
+    """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples.
+    Problems: the bundled set, or the task's problems at `problems_path` (from `tts train make-problems`)."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
 
-    problems = bundled_problems(limit_per_level)
+    problems = task_problems(problems_path, limit_per_level)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"n": n, "problems": len(problems), "generators": {}, "verifiers": {}, "unified": {}}
+    result["problems_file"] = problems_path or "bundled"
     first = None
     for name, path in generators.items():
-        prompts, texts = sample_solutions(path, problems, n, seed=seed)
+        prompts, texts = sample_solutions(path, problems, n, max_new_tokens, seed=seed)
         (out / f"samples_{name}.json").write_text(json.dumps({"prompts": prompts, "texts": texts}))
         result["generators"][name] = generator_metrics(problems, texts)
         first = first or (name, prompts, texts)
@@ -291,11 +295,12 @@ def run_table(
     return result
 
 
-def bundled_problems(limit_per_level: int | None = None) -> list[dict]:
-    """The bundled task set as records, optionally the first `limit_per_level` of each level."""
+def task_problems(path: str | None = None, limit_per_level: int | None = None) -> list[dict]:
+    """The task's problems at `path` (default: the bundled set) as records, optionally the first
+    `limit_per_level` of each level."""
     from tts_engine.tasks.arith.generator import bundled_problems_path, first_per_level, load_problems
 
-    records = load_problems(bundled_problems_path())
+    records = load_problems(path or bundled_problems_path())
     return records if limit_per_level is None else first_per_level(records, limit_per_level)
 
 
@@ -305,7 +310,8 @@ def _fmt(x) -> str:
 
 def markdown_table(result: dict[str, Any]) -> str:
     lines = [
-        f"N = {result['n']} samples per problem, {result['problems']} bundled problems.",
+        f"N = {result['n']} samples per problem, {result['problems']} problems "
+        f"({result.get('problems_file', 'bundled')}).",
         "",
         "| generator | pass@1 | majority@N |",
         "|---|---|---|",
@@ -363,6 +369,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--per-level", type=int, default=None, help="Only the first K problems of each level.")
+    parser.add_argument("--problems", default=None, help="The task's problems (JSONL; default: the bundled set).")
+    parser.add_argument("--max-new-tokens", type=int, default=96, help="Longest sampled solution.")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--verifier-max-new-tokens", type=int, default=None, help="Longest verification (default: each verifier's own)."
@@ -379,6 +387,8 @@ def main() -> None:
         limit_per_level=args.per_level,
         unified=_named(args.unified, "--unified"),
         verifier_max_new_tokens=args.verifier_max_new_tokens,
+        problems_path=args.problems,
+        max_new_tokens=args.max_new_tokens,
     )
     print(markdown_table(result))
 

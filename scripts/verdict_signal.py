@@ -109,12 +109,12 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from tts_engine.eval.process_eval import bundled_problems, correctness
+    from tts_engine.eval.process_eval import correctness, task_problems
 
     torch.set_num_threads(args.threads)
     groups = args.group or [8]
     prompts, texts = read_samples(args.samples)
-    problems = bundled_problems()
+    problems = task_problems()
     if len(prompts) != len(problems) or len(texts) != len(problems):
         raise SystemExit(f"{args.samples}: {len(texts)} problems, the bundled set has {len(problems)}")
     truth = [x for row in correctness(problems, texts) for x in row]

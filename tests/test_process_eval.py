@@ -127,3 +127,13 @@ def test_verifier_and_unified_metrics_on_a_verifier_that_knows():
     assert m["weighted"]["process_final"] == 1.0 and m["verifier_tokens_per_sample"] == 2
     u = unified_metrics(KnowingVerifier(), problems, prompts, texts)
     assert u["outcome_bal_acc"] == 1.0 and "step" not in u
+
+
+def test_task_problems_reads_a_made_set_and_keeps_the_first_of_each_level(tmp_path):
+    from tts_engine.eval.process_eval import task_problems
+    from tts_engine.tasks.arith.generator import write_problem_set
+
+    path = write_problem_set(tmp_path / "long.jsonl", seed=7, per_level=3, levels=(6, 7), cap=999)
+    records = task_problems(str(path), limit_per_level=2)
+    assert [r["id"] for r in records] == ["arith-L6-000", "arith-L6-001", "arith-L7-000", "arith-L7-001"]
+    assert len(task_problems(None)) == 200  # the bundled set

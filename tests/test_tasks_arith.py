@@ -3,7 +3,7 @@
 import pytest
 
 from tts_engine.tasks.arith.chain import apply, problem_steps
-from tts_engine.tasks.arith.generator import make_problem_set, parse_levels
+from tts_engine.tasks.arith.generator import EVAL_SEED, make_problem_set, parse_levels
 
 
 def test_levels_parse_ranges_and_lists():
@@ -14,16 +14,33 @@ def test_levels_parse_ranges_and_lists():
             parse_levels(bad)
 
 
+def _values(problem):
+    start, steps = problem_steps(problem.problem)
+    values = [start]
+    for op, operand in steps:
+        values.append(apply(values[-1], op, operand))
+    assert str(values[-1]) == problem.answer and problem.solution.endswith(f"\\boxed{{{values[-1]}}}")
+    return steps, values
+
+
 @pytest.mark.parametrize("level", [6, 8])
-def test_levels_above_the_trained_ones_have_more_operations_and_right_answers(level):
-    for problem in make_problem_set(seed=3, levels=(level,), per_level=20):
-        start, steps = problem_steps(problem.problem)
-        assert len(steps) == level + 1
-        value = start
-        for op, operand in steps:
-            value = apply(value, op, operand)
-            assert 0 <= value <= 999  # the recompute check's three-digit transcription holds
-        assert str(value) == problem.answer and problem.solution.endswith(f"\\boxed{{{value}}}")
+def test_levels_above_five_have_more_operations_and_four_digit_values(level):
+    problems = make_problem_set(seed=3, levels=(level,), per_level=40)
+    tops = []
+    for problem in problems:
+        steps, values = _values(problem)
+        assert len(steps) == level + 1 and 0 <= min(values) and max(values) <= 9999
+        tops.append(max(values))
+    assert sum(top > 999 for top in tops) > len(problems) // 2
+
+
+@pytest.mark.parametrize("cap", [999, 50])
+def test_max_value_caps_every_level(cap):
+    for problem in make_problem_set(seed=3, levels=(1, 4, 7), per_level=20, cap=cap):
+        _, values = _values(problem)
+        assert 0 <= min(values) and max(values) <= cap
+    with pytest.raises(ValueError, match="max value"):
+        make_problem_set(seed=3, levels=(1,), per_level=1, cap=5)
 
 
 def test_the_pack_registers_its_verify_form_and_score_kind():
@@ -40,8 +57,9 @@ def test_make_problems_writes_the_levels_asked_for(tmp_path):
     from tts_engine.problems import load_problems
 
     out = tmp_path / "long.jsonl"
-    result = CliRunner().invoke(
-        main, ["train", "make-problems", "--out", str(out), "--levels", "6-7", "--per-level", "3"]
-    )
+    args = ["train", "make-problems", "--out", str(out), "--levels", "6-7", "--per-level", "3", "--max-value", "999"]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert [p.fields["level"] for p in load_problems(out)] == [6, 6, 6, 7, 7, 7]
+    written = load_problems(out)
+    assert [p.fields["level"] for p in written] == [6, 6, 6, 7, 7, 7]
+    assert [p.text for p in written] == [p.problem for p in make_problem_set(EVAL_SEED, (6, 7), 3, cap=999)]

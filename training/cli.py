@@ -93,8 +93,11 @@ _register_trainers()
 @click.option("--out", default=None, help="Output JSONL. [the bundled set's path]")
 @click.option("--seed", type=int, default=None, help="Seed of the set.")
 @click.option("--per-level", type=int, default=None, help="Problems per level.")
-@click.option("--levels", default=None, help="Levels, e.g. 1-5 (the trained ones, default) or 6-8 (longer chains).")
-def make_problems(out, seed, per_level, levels) -> None:
+@click.option("--levels", default=None, help="Levels, e.g. 1-5 (default) or 6-8 (more operations, values to 9999).")
+@click.option(
+    "--max-value", type=click.IntRange(min=9), default=None, help="Largest running value, every level. [by level]"
+)
+def make_problems(out, seed, per_level, levels, max_value) -> None:
     """Write the arithmetic task's evaluation set (the bundled one by default)."""
     from tts_engine.tasks.arith.generator import (
         EVAL_PER_LEVEL,
@@ -111,6 +114,7 @@ def make_problems(out, seed, per_level, levels) -> None:
             EVAL_SEED if seed is None else seed,
             EVAL_PER_LEVEL if per_level is None else per_level,
             LEVELS if levels is None else parse_levels(levels),
+            max_value,
         )
     )
 

@@ -8,10 +8,12 @@ A problem is "Compute left to right: 28*4-18+80." and its solution writes every 
     \\boxed{174}
 
 Operations are evaluated left to right (the problem says so), one per line. Levels add operations and widen
-the numbers: level L has L + 1 operations; operands and start values go up to 30 (levels 1-3) or 99 (4-5);
-running values stay under 100 (levels 1-2), 200 (level 3) or 1000 (levels 4-5). Subtractions never go below
-zero and multiplications (by 2-9) never pass the cap, so every answer is a non-negative integer and the
-engine's answer extraction and equivalence classes apply unchanged.
+the numbers: level L has L + 1 operations; running values stay under 100 (levels 1-2), 200 (level 3), 1000
+(levels 4-5) or 10000 (levels 6 and above); start values and +/- operands go up to 30 (levels 1-3), then to a
+tenth of the cap (99, then 999). `max_value` overrides the cap for every level (`--max-value 999` at levels 6-8:
+longer chains of the trained magnitudes). Subtractions never go below zero and multiplications (by 2-9) never
+pass the cap, so every answer is a non-negative integer and the engine's answer extraction and equivalence
+classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
     python -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
@@ -28,7 +30,6 @@ from pathlib import Path
 from tts_engine.tasks.arith.chain import apply
 
 LEVELS = (1, 2, 3, 4, 5)
-MAX_VALUE = 999
 EVAL_SEED = 20250505
 EVAL_PER_LEVEL = 40
 
@@ -61,19 +62,20 @@ def num_operations(level: int) -> int:
     return level + 1
 
 
-def _operand_limit(level: int) -> int:
-    """Largest +/- operand and starting value: 30 up to level 3, then 99."""
-    return 30 if level <= 3 else 99
+def max_value(level: int) -> int:
+    """Largest running value of a level: 99 at levels 1-2, 199 at level 3, 999 at 4-5, 9999 above."""
+    return 99 if level <= 2 else 199 if level == 3 else 999 if level <= 5 else 9999
 
 
-def _max_value(level: int) -> int:
-    """Largest running value: 99 at levels 1-2, 199 at level 3, 999 above."""
-    return 99 if level <= 2 else 199 if level == 3 else MAX_VALUE
+def _operand_limit(level: int, top: int) -> int:
+    """Largest +/- operand and start value: 30 up to level 3, then a tenth of the running cap `top` (99 under 1000,
+    999 under 10000); never above half the cap."""
+    limit = 30 if level <= 3 else (top + 1) // 10 - 1
+    return max(2, min(limit, top // 2))
 
 
-def _next_op(rng: random.Random, value: int, level: int) -> tuple[str, int]:
-    """One operation that keeps the running value in [0, MAX_VALUE]."""
-    top = _max_value(level)
+def _next_op(rng: random.Random, value: int, level: int, top: int) -> tuple[str, int]:
+    """One operation that keeps the running value in [0, top]."""
     choices = ["+", "-"]
     if 0 < value * 2 <= top:
         choices.append("*")
@@ -86,17 +88,21 @@ def _next_op(rng: random.Random, value: int, level: int) -> tuple[str, int]:
         if value == 0:
             op = "+"
         else:
-            return op, rng.randint(1, min(value, _operand_limit(level)))
-    return op, rng.randint(1, min(_operand_limit(level), top - value))
+            return op, rng.randint(1, min(value, _operand_limit(level, top)))
+    return op, rng.randint(1, min(_operand_limit(level, top), top - value))
 
 
-def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Problem:
-    """One problem of `level` drawn from `rng`, with its reference solution."""
+def make_problem(rng: random.Random, level: int, problem_id: str = "", cap: int | None = None) -> Problem:
+    """One problem of `level` drawn from `rng`, with its reference solution; `cap` overrides the level's
+    largest running value (`max_value(level)`)."""
+    top = max_value(level) if cap is None else cap
+    if top < 9:
+        raise ValueError(f"max value must be >= 9, got {top}")
     steps = num_operations(level)
-    value = start = rng.randint(2, _operand_limit(level))
+    value = start = rng.randint(2, _operand_limit(level, top))
     expression, lines = str(start), []
     for _ in range(steps):
-        op, operand = _next_op(rng, value, level)
+        op, operand = _next_op(rng, value, level, top)
         result = apply(value, op, operand)
         lines.append(f"{value}{op}{operand}={result}")
         expression += f"{op}{operand}"
@@ -111,10 +117,12 @@ def make_problem(rng: random.Random, level: int, problem_id: str = "") -> Proble
     )
 
 
-def make_problem_set(seed: int = EVAL_SEED, levels=LEVELS, per_level: int = EVAL_PER_LEVEL) -> list[Problem]:
-    """A fixed set: `per_level` problems for each level, the same for the same seed."""
+def make_problem_set(
+    seed: int = EVAL_SEED, levels=LEVELS, per_level: int = EVAL_PER_LEVEL, cap: int | None = None
+) -> list[Problem]:
+    """A fixed set: `per_level` problems for each level, the same for the same seed (and `cap`)."""
     rng = random.Random(seed)
-    return [make_problem(rng, level, f"arith-L{level}-{k:03d}") for level in levels for k in range(per_level)]
+    return [make_problem(rng, level, f"arith-L{level}-{k:03d}", cap) for level in levels for k in range(per_level)]
 
 
 class ProblemStream:
@@ -185,12 +193,17 @@ def parse_levels(text: str) -> tuple[int, ...]:
 
 
 def write_problem_set(
-    path: str | Path, seed: int = EVAL_SEED, per_level: int = EVAL_PER_LEVEL, levels: tuple[int, ...] = LEVELS
+    path: str | Path,
+    seed: int = EVAL_SEED,
+    per_level: int = EVAL_PER_LEVEL,
+    levels: tuple[int, ...] = LEVELS,
+    cap: int | None = None,
 ) -> Path:
-    """`per_level` problems of each level (default: the trained levels 1-5; any level >= 1 is L + 1 operations)."""
+    """`per_level` problems of each level (default: the trained levels 1-5; any level >= 1 is L + 1 operations);
+    `cap` overrides every level's largest running value."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(p.to_record()) for p in make_problem_set(seed, levels, per_level)]
+    lines = [json.dumps(p.to_record()) for p in make_problem_set(seed, levels, per_level, cap)]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -201,8 +214,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=EVAL_SEED)
     parser.add_argument("--per-level", type=int, default=EVAL_PER_LEVEL)
     parser.add_argument("--levels", type=parse_levels, default=LEVELS, help="e.g. 1-5 (default) or 6-8")
+    parser.add_argument("--max-value", type=int, default=None, help="largest running value (default: by level)")
     args = parser.parse_args()
-    print(write_problem_set(args.out, args.seed, args.per_level, args.levels))
+    print(write_problem_set(args.out, args.seed, args.per_level, args.levels, args.max_value))
 
 
 if __name__ == "__main__":
