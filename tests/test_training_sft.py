@@ -77,3 +77,18 @@ def test_checkpoint_round_trip_and_resume(tmp_path):
     assert records[1]["elapsed_s"] < 1000 <= records[2]["elapsed_s"]  # the wall clock carries over the resume
     model3, _, _ = ckpt.load_model(out)
     assert not torch.equal(model(input_ids=ids).logits, model3(input_ids=ids).logits)
+
+
+def test_levels_set_the_stream_and_the_dev_check(tmp_path):
+    out = tmp_path / "sft"
+    config = SFTConfig(
+        out_dir=str(out), steps=1, batch_size=2, eval_every=1, model=MICRO, threads=1, dev_per_level=1, levels="2,7"
+    )
+    assert config.level_tuple == (2, 7)
+    train_sft(config, progress=False, log=lambda _: None)
+    record = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    assert set(record["dev_pass_at_1"]) == {"L2", "L7", "all"}
+    with pytest.raises(ValueError, match="one weight per level"):
+        SFTConfig(levels="1-8", level_weights=[1.0] * 5)
+    with pytest.raises(ValueError, match="levels must"):
+        SFTConfig(levels="0-3").level_tuple

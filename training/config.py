@@ -25,14 +25,28 @@ class TrainConfig:
     """Seed of the problem stream and of the sampler."""
     threads: int = 1
     """torch CPU threads."""
-    level_weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0, 1.0, 1.0])
-    """Sampling weight of levels 1..5."""
+    levels: str = "1-5"
+    """Levels of the task the problem stream and the dev checks draw from, e.g. "1-8"."""
+    level_weights: list[float] = field(default_factory=list)
+    """Sampling weight of each of `levels`, in order (empty: all alike)."""
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+        count = len(self.level_tuple)
+        if self.level_weights and len(self.level_weights) != count:
+            raise ValueError(
+                f"level_weights needs one weight per level ({count} for {self.levels}), got {self.level_weights}"
+            )
+
+    @property
+    def level_tuple(self) -> tuple[int, ...]:
+        """`levels` parsed: (1, 2, 3, 4, 5) for "1-5"."""
+        from tts_engine.tasks.arith.generator import parse_levels
+
+        return parse_levels(str(self.levels))
 
 
 @dataclass

@@ -210,11 +210,11 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
     run = start_run(config, lambda: ckpt.load_model(config.init_dir))
     run.prompt_config = check_prompt_config(run.prompt_config, config.form)
-    stream = ProblemStream(config.seed + run.step, level_weights=config.level_weights, exclude=held_out_texts())
+    stream = ProblemStream(config.seed + run.step, config.level_tuple, config.level_weights, held_out_texts())
     rng = random.Random(config.seed * 100_003 + run.step)
     backend = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
     sampler = _sampler(config.sample_from) or backend  # the model trained: nothing in its cache stays valid
-    dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
+    dev = make_problem_set(DEV_SEED + 1, config.level_tuple, config.dev_per_level)
 
     def step():
         gen = stream.batch(config.gen_batch)
@@ -231,7 +231,11 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         return gen_loss + config.verify_weight * ver_loss, figures, postfix
 
     def dev_checks() -> dict:
-        figures = {"dev_pass_at_1": dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level)}
+        figures = {
+            "dev_pass_at_1": dev_pass_at_1(
+                run.model, run.tokenizer, run.prompt_config, config.dev_per_level, config.level_tuple
+            )
+        }
         checker = HFBackend(run.model, run.tokenizer, device="cpu")
         other = None if sampler is backend else sampler
         return {**figures, **dev_check_accuracy(checker, run.prompt_config, dev, sampler=other)}

@@ -22,7 +22,7 @@ import torch
 from tts_engine.backends.hf import HFBackend
 from tts_engine.prompts import PromptConfig, build_prompt
 from tts_engine.tasks.arith.chain import apply, problem_steps
-from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set
+from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set, solution_budget
 from tts_engine.tasks.arith.recompute import (
     ANSWER_WORD,
     Transcript,
@@ -201,7 +201,8 @@ def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, 
     backend = HFBackend(model, tokenizer, device="cpu")
     verifier = RecomputeVerifier(backend, prompt_config)
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
-    rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=128, seed=rng_seed))
+    budget = solution_budget({p.level for p in problems})
+    rows = backend.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=budget, seed=rng_seed))
     rng = random.Random(rng_seed)
     planted = [planted_solution(p.problem, rng, 0.25) for p in problems]
     texts = [[s.text for s in row] + [bad] for row, bad in zip(rows, planted)]
@@ -228,10 +229,10 @@ def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -
     """Train (or resume) and return the checkpoint directory."""
     run = start_run(config, lambda: ckpt.load_model(config.init_dir))
     run.prompt_config = recompute_prompt_config(run.prompt_config)
-    stream = ProblemStream(config.seed + run.step, level_weights=config.level_weights, exclude=held_out_texts())
+    stream = ProblemStream(config.seed + run.step, config.level_tuple, config.level_weights, held_out_texts())
     rng = random.Random(config.seed * 100_003 + run.step)
     sampler = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
-    dev = make_problem_set(DEV_SEED + 1, per_level=config.dev_per_level)
+    dev = make_problem_set(DEV_SEED + 1, config.level_tuple, config.dev_per_level)
 
     def step():
         gen = stream.batch(config.gen_batch)
@@ -249,7 +250,11 @@ def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -
         return gen_loss + config.verify_weight * ver_loss, figures, postfix
 
     def dev_checks() -> dict:
-        figures = {"dev_pass_at_1": dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level)}
+        figures = {
+            "dev_pass_at_1": dev_pass_at_1(
+                run.model, run.tokenizer, run.prompt_config, config.dev_per_level, config.level_tuple
+            )
+        }
         return {**figures, **dev_verifier_check(run.model, run.tokenizer, run.prompt_config, dev)}
 
     return train(run, step, dev_checks, desc="recompute", progress=progress, log=log)

@@ -55,7 +55,7 @@ def sft_loss(model, tokenizer, prompts: list[str], solutions: list[str]) -> torc
 def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
     run = start_run(config, lambda: (*ckpt.new_model(config.model), ckpt.task_prompt_config()))
-    stream = ProblemStream(config.seed, level_weights=config.level_weights, exclude=held_out_texts())
+    stream = ProblemStream(config.seed, config.level_tuple, config.level_weights, held_out_texts())
     for _ in range(run.step * config.batch_size):  # replay the stream to where the run stopped
         stream.next()
 
@@ -67,7 +67,7 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
         return loss, {"loss": round(loss.item(), 4)}, {"loss": f"{loss.item():.3f}"}
 
     def dev_checks() -> dict:
-        pass_at_1 = dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, per_level=config.dev_per_level)
+        pass_at_1 = dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level, config.level_tuple)
         return {"dev_pass_at_1": pass_at_1}
 
     return train(run, step, dev_checks, desc="sft", progress=progress, log=log)

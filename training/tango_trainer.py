@@ -205,8 +205,8 @@ class TangoTrainer:
             self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
             ckpt.load_state(self.ver.out, self.ver.optimizer, self.ver.scheduler)
         held_out = held_out_texts()
-        self.gen_stream = ProblemStream(c.seed, level_weights=c.level_weights, exclude=held_out)
-        self.ver_stream = ProblemStream(c.seed + 1, level_weights=c.level_weights, exclude=held_out)
+        self.gen_stream = ProblemStream(c.seed, c.level_tuple, c.level_weights, held_out)
+        self.ver_stream = ProblemStream(c.seed + 1, c.level_tuple, c.level_weights, held_out)
         done = tr.count_phases(c.total_steps, c.warmup_steps, c.ratio, upto=self.step_count)
         for _ in range(done["generator"] * c.prompts_per_step):  # replay the streams to where the run stopped
             self.gen_stream.next()

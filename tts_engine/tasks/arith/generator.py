@@ -67,6 +67,17 @@ def max_value(level: int) -> int:
     return 99 if level <= 2 else 199 if level == 3 else 999 if level <= 5 else 9999
 
 
+def solution_budget(levels) -> int:
+    """Tokens (characters) a solution of any of `levels` can need, with room to spare, and at least 96: each
+    line `left op operand=result` and the boxed answer at the level's widest numbers."""
+    widest = 0
+    for level in levels:
+        top = max_value(level)
+        digits, operand_digits = len(str(top)), len(str(_operand_limit(level, top)))
+        widest = max(widest, num_operations(level) * (2 * digits + operand_digits + 3) + len("\\boxed{}") + digits)
+    return max(96, widest + 16)
+
+
 def _operand_limit(level: int, top: int) -> int:
     """Largest +/- operand and start value: 30 up to level 3, then a tenth of the running cap `top` (99 under 1000,
     999 under 10000); never above half the cap."""
