@@ -282,6 +282,20 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tango_
         Engine(generator, verifier="process")
 
 
+@pytest.mark.weights
+def test_process_kind_serves_a_step_judging_form_by_its_own_verifier(default_model_dir):
+    from tts_engine.verifiers.registry import judges_steps
+
+    assert judges_steps("recompute") and not judges_steps("yes_no") and not judges_steps("resolve")
+    engine = Engine(default_model_dir, verifier="process", verifier_model=default_model_dir)
+    assert engine.verifier.name == engine.verifier_name == "recompute"  # not the generated-verdict ProcessVerifier
+    problem = "Compute left to right: 18+7*3."
+    [[right, wrong]] = engine.verifier.score(
+        [problem], [problem + "\n"], [["18+7=25\n25*3=75\n\\boxed{75}", "18+7=25\n25*3=65\n\\boxed{65}"]]
+    )
+    assert right.scores["verifier_recompute"] > 0.5 > wrong.scores["verifier_recompute"]
+
+
 def test_samples_too_long_to_verify_score_zero_and_never_fail(tiny_model_dir, problems_file):
     engine = Engine(tiny_model_dir)
     limit = engine.backend.max_model_len

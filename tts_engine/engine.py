@@ -15,6 +15,7 @@ from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
 from .verifiers import SCORE_NORMS, likelihood_score, make_verifier, score_each_text_once
+from .verifiers.registry import judges_steps
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class Engine:
                 scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
             config = PromptConfig.load(verifier_model) if verifier_model is not None else self.prompt_config
             config = config.with_check_options(check_options or {})
-            if verifier == "process":
+            if verifier == "process" and not judges_steps(config.verify_form):  # the generated-verdict form
                 from .verifiers.process import ProcessVerifier
 
                 self.verifier = ProcessVerifier(
@@ -83,13 +84,8 @@ class Engine:
                 )
             else:
                 self.verifier = make_verifier(scorer, config)
-        self.verifier_name = (
-            f"process:{process_aggregation}"
-            if verifier == "process"
-            else self.verifier.name
-            if self.verifier
-            else verifier
-        )
+        named = self.verifier.name if self.verifier else verifier
+        self.verifier_name = f"process:{process_aggregation}" if named == "process" else named
 
     @property
     def headline_kind(self) -> str | None:

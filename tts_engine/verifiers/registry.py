@@ -75,6 +75,13 @@ def make_verifier(backend, prompt_config) -> Any:
     return _FORMS[form](backend, prompt_config)
 
 
+def judges_steps(form: str) -> bool:
+    """Whether the verifier of `form` is a process verifier (judges every step: its class says
+    `judges_steps = True`); `--verifier-kind process` serves such a checkpoint by its own form."""
+    _load_all()
+    return bool(getattr(_FORMS.get(form), "judges_steps", False))
+
+
 def score_kinds() -> dict[str, ScoreKind]:
     """The catalogue: every score kind any registered verifier writes."""
     _load_all()

@@ -131,6 +131,8 @@ class RecomputeVerifier:
     name = "recompute"
     kinds = (SCORE_KIND,)
     headline_kind = SCORE_KIND
+    judges_steps = True
+    """A process verifier: `--verifier-kind process` serves a checkpoint of this form with this class."""
 
     def step_scorer(self, prompt_for, delimiter: str, score_norm: str) -> "RecomputeStepScorer":
         """Each step recomputed units digit first, teacher-forced (the step by step `verifier_recompute`)."""
