@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from tts_engine.cli import main
@@ -80,6 +81,17 @@ def test_make_problems_and_export(sft_run, tmp_path):
     dest = tmp_path / "served"
     tts("train", "export", sft_run, "--to", dest)
     assert (dest / "config.json").is_file() and not list(dest.glob("*optim*"))
+    half = tmp_path / "half"
+    tts("train", "export", sft_run, "--to", half, "--dtype", "float16")
+    weights = half / "model.safetensors"
+    assert weights.stat().st_size < 0.6 * (dest / "model.safetensors").stat().st_size
+    from tts_engine.backends.hf import HFBackend
+
+    full, stored_half = HFBackend(str(dest), device="cpu").model, HFBackend(str(half), device="cpu").model
+    assert next(stored_half.parameters()).dtype == torch.float32  # served in float32 whatever it is stored at
+    ids = torch.tensor([[5, 6, 7, 8]])
+    difference = (full(input_ids=ids).logits - stored_half(input_ids=ids).logits).abs().max().item()
+    assert 0 < difference < 0.05  # rounded, not garbled
 
 
 def test_joint_one_step_then_resume(sft_run, tmp_path):

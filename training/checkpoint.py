@@ -101,13 +101,20 @@ SERVING_FILES = (*models.SERVING_FILES, "special_tokens_map.json", TRAINING_CONF
 training settings that made it."""
 
 
-def export_serving(run_dir: str | Path, dest: str | Path) -> Path:
-    """Copy what the engine serves (no optimizer state) from a training run to `dest`, replacing its files."""
+EXPORT_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def export_serving(run_dir: str | Path, dest: str | Path, dtype: str = "float32") -> Path:
+    """Copy what the engine serves (no optimizer state) from a training run to `dest`, replacing its files;
+    `dtype` other than float32 stores the weights at that precision (half the size; the hf backend still
+    computes in float32)."""
     import shutil
 
     run_dir, dest = Path(run_dir), Path(dest)
     if not (run_dir / "model.safetensors").is_file():
         raise FileNotFoundError(f"no model.safetensors in {str(run_dir)!r}")
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f"dtype must be one of {EXPORT_DTYPES}, got {dtype!r}")
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.iterdir():
         if old.is_file():
@@ -115,6 +122,13 @@ def export_serving(run_dir: str | Path, dest: str | Path) -> Path:
     for name in SERVING_FILES:
         if (run_dir / name).is_file():
             shutil.copy2(run_dir / name, dest / name)
+    if dtype != "float32":
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(dest / "model.safetensors")
+        save_file(
+            {k: v.to(getattr(torch, dtype)) for k, v in weights.items()}, dest / "model.safetensors", {"format": "pt"}
+        )
     return dest
 
 

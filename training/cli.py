@@ -122,8 +122,15 @@ def make_problems(out, seed, per_level, levels, max_value) -> None:
 @train.command("export", cls=Command)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--to", "dest", default=None, help="Destination. [the package's default model]")
-def export(run_dir, dest) -> None:
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "float16", "bfloat16"]),
+    default="float32",
+    show_default=True,
+    help="Precision the weights are stored at (the engine computes in float32).",
+)
+def export(run_dir, dest, dtype) -> None:
     """Copy a run's serving files (weights, tokenizer, tts_engine.json; no optimizer state) to the default model."""
     from .checkpoint import default_model_path, export_serving
 
-    click.echo(export_serving(run_dir, dest or default_model_path()))
+    click.echo(export_serving(run_dir, dest or default_model_path(), dtype))
