@@ -9,9 +9,9 @@ not equivalent, as a reward would); a false positive is a wrong answer judged eq
 answers go through extract_answer only when they contain a \\boxed{...}. Below each table: why the
 project's undecided verdicts are undecided.
 
-    python -m tts_engine.eval.equivalence_bench                       # HardVerify dev + corpus held-out
-    python -m tts_engine.eval.equivalence_bench --sets hardverify,heldout,dev
-    python -m tts_engine.eval.equivalence_bench --judge-model PATH   # adds the hybrid (TinyV) line
+    python -P -m tts_engine.eval.equivalence_bench                       # HardVerify dev + corpus held-out
+    python -P -m tts_engine.eval.equivalence_bench --sets hardverify,heldout,dev
+    python -P -m tts_engine.eval.equivalence_bench --judge-model PATH   # adds the hybrid (TinyV) line
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Benchmark the kernels against their torch references: time, peak memory, agreement; a table last.
 
-    python -m tts_engine.kernels.bench            # GPU: full shapes, a few minutes
-    python -m tts_engine.kernels.bench --quick    # small shapes; on CPU the kernels run in the interpreter
-    python -m tts_engine.kernels.bench --only vote --impl torch --threads 1   # CPU: curves-size reference
-    python -m tts_engine.kernels.bench --only score --score-shape 256,1536,32000 --impl naive --impl torch
-    python -m tts_engine.kernels.bench --sweep    # GPU: time candidate tiles of the verifier-score kernel
-    python -m tts_engine.kernels.bench --aot      # any machine: compile for sm_90, report registers/spills
+    python -P -m tts_engine.kernels.bench            # GPU: full shapes, a few minutes
+    python -P -m tts_engine.kernels.bench --quick    # small shapes; on CPU the kernels run in the interpreter
+    python -P -m tts_engine.kernels.bench --only vote --impl torch --threads 1   # CPU: curves-size reference
+    python -P -m tts_engine.kernels.bench --only score --score-shape 256,1536,32000 --impl naive --impl torch
+    python -P -m tts_engine.kernels.bench --sweep    # GPU: time candidate tiles of the verifier-score kernel
+    python -P -m tts_engine.kernels.bench --aot      # any machine: compile for sm_90, report registers/spills
 
 Verifier score: naive (all logits in fp32), the chunked torch reference, and the Triton kernel, for
 V in {32k, 152k}, B in {256, 4096}, D in {1536, 3584} (bf16 on GPU, fp32 on CPU). Subset voting: the torch

@@ -49,7 +49,7 @@ class ScoreTiles:
 def gpu_tiles(batch: int, dtype: torch.dtype) -> ScoreTiles:
     """Tiles for a GPU.
 
-    Not yet timed on a GPU (none was available when written; `python -m tts_engine.kernels.bench --sweep`
+    Not yet timed on a GPU (none was available when written; `python -P -m tts_engine.kernels.bench --sweep`
     times the candidates). Chosen by compiling ahead of time for sm_90 and reading register use
     (`cuobjdump -res-usage`, 215-255 registers each); stack spills, bf16: 128x128x64/8 warps 144 B,
     128x128x32/8 warps 0 B, 64x128x32/8 warps 0 B, 64x128x64/4 warps 480 B; fp32 (ieee dot, no tensor

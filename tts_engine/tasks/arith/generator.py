@@ -16,7 +16,7 @@ pass the cap, so every answer is a non-negative integer and the engine's answer 
 classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
-    python -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
+    python -P -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
 """
 
 from __future__ import annotations
