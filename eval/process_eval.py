@@ -7,7 +7,7 @@ correct solutions = it says "no error"; F1 = their harmonic mean.
 Labels: on the arithmetic task every step can be checked by recomputation (`arith_first_error`); on
 ProcessBench (`load_processbench`) they come with the data (label -1 = no error).
 
-The table: `python -m tts_engine.eval.process_eval --generator G --verifier name=DIR ... --out DIR` samples N
+The table: `python -P -m tts_engine.eval.process_eval --generator G --verifier name=DIR ... --out DIR` samples N
 solutions per bundled problem from each generator, scores those of the first with each verifier, and writes
 metrics.json and table.md.
 """
@@ -151,6 +151,19 @@ def sample_solutions(generator_dir: str, problems: list[dict], n: int, max_new_t
     return prompts, [[s.text for s in row] for row in samples]
 
 
+def read_samples(path: str | Path, problems: int) -> tuple[list[str], list[list[str]]]:
+    """Prompts and texts `# (P, N)` of a samples file (`samples_NAME.json` of an earlier table, or any JSON object
+    {"prompts": [P], "texts": [P][N]}) written for `problems` problems."""
+    try:
+        data = json.loads(Path(path).read_text())
+        prompts, texts = data["prompts"], data["texts"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise SystemExit(f"{path}: not a samples file of process_eval ({err})") from None
+    if len(prompts) != problems or len(texts) != problems:
+        raise SystemExit(f"{path}: samples of {len(texts)} problems, the problem set has {problems}")
+    return prompts, texts
+
+
 def correctness(problems: list[dict], texts: list[list[str]]) -> list[list[bool]]:
     """Rule-based correctness of every sample (the training reward, answers.rewards)."""
     return [[solution_reward(p["answer"], t) > 0.5 for t in row] for p, row in zip(problems, texts)]
@@ -263,9 +276,11 @@ def run_table(
     unified: dict[str, str] | None = None,
     problems_path: str | None = None,
     max_new_tokens: int = 96,
+    sample_files: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Generator metrics of every generator; verifier metrics of every verifier on the first generator's samples.
-    Problems: the bundled set, or the task's problems at `problems_path` (from `tts train make-problems`)."""
+    """Generator metrics of every sample file and generator; verifier metrics of every verifier on the first sample
+    file's samples, else the first generator's. Problems: the bundled set, or the task's problems at
+    `problems_path` (from `tts train make-problems`)."""
     from tts_engine.backends.hf import HFBackend
     from tts_engine.prompts import PromptConfig
 
@@ -275,8 +290,15 @@ def run_table(
     result: dict[str, Any] = {"n": n, "problems": len(problems), "generators": {}, "verifiers": {}, "unified": {}}
     result["problems_file"] = problems_path or "bundled"
     first = None
-    for name, path in generators.items():
-        prompts, texts = sample_solutions(path, problems, n, max_new_tokens, seed=seed)
+    sampled = {name: lambda path=path: read_samples(path, len(problems)) for name, path in (sample_files or {}).items()}
+    sampled.update(
+        {
+            name: lambda path=path: sample_solutions(path, problems, n, max_new_tokens, seed=seed)
+            for name, path in generators.items()
+        }
+    )
+    for name, draw in sampled.items():
+        prompts, texts = draw()
         (out / f"samples_{name}.json").write_text(json.dumps({"prompts": prompts, "texts": texts}))
         result["generators"][name] = generator_metrics(problems, texts)
         first = first or (name, prompts, texts)
@@ -351,7 +373,7 @@ def _named(values: Sequence[str], flag: str) -> dict[str, str]:
     out = {}
     for v in values:
         if "=" not in v:
-            raise SystemExit(f"{flag} takes NAME=DIR, got {v!r}")
+            raise SystemExit(f"{flag} takes NAME=PATH, got {v!r}")
         name, path = v.split("=", 1)
         out[name] = path
     return out
@@ -363,6 +385,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Generator and process-verifier metrics on the bundled task.")
     parser.add_argument(
         "--generator", action="append", default=[], help="NAME=DIR (the first one's samples are verified)"
+    )
+    parser.add_argument(
+        "--samples",
+        action="append",
+        default=[],
+        help="NAME=FILE of samples written before (samples_NAME.json of a table); verified before any generator's",
     )
     parser.add_argument("--verifier", action="append", default=[], help="NAME=DIR of a process verifier")
     parser.add_argument("--unified", action="append", default=[], help="NAME=DIR of a Yes/No verifier, for comparison")
@@ -389,6 +417,7 @@ def main() -> None:
         verifier_max_new_tokens=args.verifier_max_new_tokens,
         problems_path=args.problems,
         max_new_tokens=args.max_new_tokens,
+        sample_files=_named(args.samples, "--samples"),
     )
     print(markdown_table(result))
 

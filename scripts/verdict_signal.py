@@ -2,7 +2,7 @@
 
     python scripts/verdict_signal.py --samples EVAL/samples_sft.json --verifier NAME=DIR [--verifier ...] [--group 8]
 
-EVAL/samples_*.json is what `python -m tts_engine.eval.process_eval` wrote: a generator's N samples per bundled
+EVAL/samples_*.json is what `python -P -m tts_engine.eval.process_eval` wrote: a generator's N samples per bundled
 problem. Each verifier must serve the recompute check (`verify_form: recompute`). For that form the verdict of a
 sampled verification is "Yes" with probability exactly P(transcript), the score the engine serves (each line is
 sampled after the solution's own earlier lines, and "Yes" means every sampled line is the solution's), so one
@@ -23,7 +23,6 @@ teacher-forced read gives, for every solution and with no sampling:
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 ACCEPT = 0.5
@@ -70,14 +69,6 @@ def verdict_signal(probs: list[float], truth: list[bool], groups: list[int]) -> 
     return out
 
 
-def read_samples(path: Path) -> tuple[list[str], list[list[str]]]:
-    try:
-        data = json.loads(path.read_text())
-        return data["prompts"], data["texts"]
-    except (OSError, json.JSONDecodeError, KeyError) as err:
-        raise SystemExit(f"{path}: not a samples file of process_eval ({err})") from None
-
-
 def score_verifier(path: str, problems, prompts, texts) -> tuple[list[float], int]:
     """P(transcript) of every sample whose transcript the verifier could read, and how many it could not."""
     from tts_engine.eval.process_eval import RecomputeAsProcess, load_process_verifier, score_samples
@@ -109,14 +100,12 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from tts_engine.eval.process_eval import correctness, task_problems
+    from tts_engine.eval.process_eval import correctness, read_samples, task_problems
 
     torch.set_num_threads(args.threads)
     groups = args.group or [8]
-    prompts, texts = read_samples(args.samples)
     problems = task_problems()
-    if len(prompts) != len(problems) or len(texts) != len(problems):
-        raise SystemExit(f"{args.samples}: {len(texts)} problems, the bundled set has {len(problems)}")
+    prompts, texts = read_samples(args.samples, len(problems))
     truth = [x for row in correctness(problems, texts) for x in row]
     for item in args.verifier:
         name, sep, path = item.partition("=")

@@ -49,4 +49,4 @@ def test_bad_samples_files_are_named(tmp_path):
     assert result.returncode != 0 and f"{bad}: not a samples file of process_eval" in result.stderr
     bad.write_text(json.dumps({"prompts": ["p"], "texts": [["t"]]}))
     result = run("--samples", bad, "--verifier", "v=nowhere")
-    assert result.returncode != 0 and "1 problems, the bundled set has" in result.stderr
+    assert result.returncode != 0 and "samples of 1 problems, the problem set has 200" in result.stderr
