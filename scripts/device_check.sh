@@ -9,7 +9,7 @@
 #   bash scripts/device_check.sh --dry        # any machine: the same sections on CPU, tiny shapes, Triton's
 #                                             # interpreter (the test suite runs this)
 #
-# OPTIONS go to `python -m device_check`: --out PATH (default $OUT/device_check.json when OUT is set, else
+# OPTIONS go to `python -P -m device_check`: --out PATH (default $OUT/device_check.json when OUT is set, else
 # runs/), --budget SECONDS (default 480), --only SECTION (repeatable). Through the device tool, from the
 # repository root: command `bash scripts/device_check.sh`, carry ["wheels"], timeout_s 570.
 #
@@ -70,13 +70,13 @@ case "${1:-}" in
     --dry)
         PYTHON=$(local_python)
         export PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}"
-        exec "$PYTHON" -m device_check "$@"
+        exec "$PYTHON" -P -m device_check "$@"
         ;;
     *)
         PYTHON=${PYTHON:-python3}
         unset TRITON_INTERPRET
         install_offline
         export PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-        exec "$PYTHON" -m device_check "$@"
+        exec "$PYTHON" -P -m device_check "$@"
         ;;
 esac

@@ -42,6 +42,7 @@ def server(tmp_path_factory):
     proc = subprocess.Popen(
         [
             sys.executable,
+            "-P",
             "-m",
             "vllm.entrypoints.openai.api_server",
             "--model",

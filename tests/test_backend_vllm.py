@@ -61,7 +61,10 @@ def test_prompt_seed_depends_on_seed_and_prompt_only():
     # the same in another process with another string-hash salt (a resumed run, another shard)
     code = "from tts_engine.backends import vllm as vb; print(vb.prompt_seed(0, 'a'), vb.prompt_seed(7, 'b'))"
     other = subprocess.run(
-        [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": "12345"}, capture_output=True, text=True
+        [sys.executable, "-P", "-c", code],
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        capture_output=True,
+        text=True,
     )
     assert other.returncode == 0, other.stderr
     assert other.stdout.split() == [str(vb.prompt_seed(0, "a")), str(vb.prompt_seed(7, "b"))]

@@ -29,7 +29,7 @@ def dry_report(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("OUT", "TRITON_INTERPRET")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "scripts"), env.get("PYTHONPATH")) if p)
     done = subprocess.run(
-        [sys.executable, "-m", "device_check", "--dry", "--out", str(out)],
+        [sys.executable, "-P", "-m", "device_check", "--dry", "--out", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -175,7 +175,7 @@ def test_backend_options_reach_the_backend(tiny_model_dir, problems_file):
     assert engine.backend.max_batch_rows == 8
 
 
-def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint, tango_pair):
+def test_check_options_override_the_checkpoints_check_settings(problems_file, resolving_checkpoint, tiny_model_dir):
     from tts_engine.verifiers.checking import ResolvingVerifier
 
     default = Engine(resolving_checkpoint)  # the previous default re-solves once, greedy
@@ -188,8 +188,8 @@ def test_check_options_override_the_checkpoints_check_settings(problems_file, re
     assert bad.exit_code != 0 and "unknown check settings ['check_speed']" in bad.output
     invalid = CliRunner().invoke(main, ["solve", str(problems_file), "--check-option", "check_samples=0"])
     assert invalid.exit_code != 0 and "check_samples must be >= 1" in invalid.output
-    tango = tango_pair[1]  # a process verifier takes the same overrides
-    process = Engine(verifier="process", verifier_model=tango, check_options={"check_max_tokens": 64})
+    # a generated-verdict process verifier (no verify_form) takes the same overrides
+    process = Engine(verifier="process", verifier_model=tiny_model_dir, check_options={"check_max_tokens": 64})
     assert process.verifier.params.max_new_tokens == 64
 
 
@@ -246,8 +246,8 @@ def test_the_path_read_does_not_believe_a_solution_that_stops_early(resolving_ch
     assert right.scores["verifier_path"] > 0.5 > 0.1 > stopped.scores["verifier_path"]
 
 
-def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tango_pair):
-    generator, verifier = tango_pair
+def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tiny_model_dir):
+    generator = verifier = tiny_model_dir  # no verify_form: the generated-verdict process verifier
     out = tmp_path / "p.jsonl"
     result = CliRunner().invoke(
         main,

@@ -235,7 +235,7 @@ def test_a_search_run_has_one_budget_k_equals_n():
 def test_verifier_tokens_of_texts_verified_once():
     from itertools import combinations
 
-    from eval.compute import expected_verifier_tokens
+    from tts_engine.eval.compute import expected_verifier_tokens
 
     # One problem, N = 4: text A drawn 3 times (verified once: 90, then 0, 0), text B once (30).
     tokens, text_ids = np.array([[90.0, 0.0, 30.0, 0.0]]), np.array([[0, 0, 1, 0]])

@@ -160,12 +160,14 @@ def test_import_without_triton_and_install_hint():
         "try:\n    k.fused_verifier_score(h, w, 1, 2, impl='triton')\n"
         "except ImportError as e:\n    print('ERR', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
     assert "torch.Size([2])" in out and "ERR" in out and "pip install triton" in out
     lazy = "import sys, tts_engine.kernels; print('triton' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     assert (
-        subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True, env=env, check=True).stdout.strip()
+        subprocess.run(
+            [sys.executable, "-P", "-c", lazy], capture_output=True, text=True, env=env, check=True
+        ).stdout.strip()
         == "False"
     )
 
@@ -182,7 +184,7 @@ def test_gpu_path_compiles_for_sm90():
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-P", "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
     ).stdout
     reports = json.loads(out.strip().splitlines()[-1])
     assert len(reports) == 4

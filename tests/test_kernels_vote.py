@@ -209,7 +209,7 @@ def test_gpu_path_compiles_for_sm90():
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-P", "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, check=True
     ).stdout
     reports = json.loads(out.strip().splitlines()[-1])
     assert len(reports) == 4

@@ -375,4 +375,4 @@ def test_the_engine_never_imports_trl_or_verl():
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trl', 'verl')); "
         "assert not bad, bad"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-P", "-c", code], check=True, timeout=120)

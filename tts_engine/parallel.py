@@ -10,18 +10,18 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import orjson
 
+from .interpreter import PYTHON
 from .results import read_results
 
 log = logging.getLogger(__name__)
 
-TTS_COMMAND = (sys.executable, "-c", 'from tts_engine.cli import main; main(prog_name="tts")')
+TTS_COMMAND = (*PYTHON, "-c", 'from tts_engine.cli import main; main(prog_name="tts")')
 """How a worker runs `tts`: the same Python as the launcher, so the same installation."""
 
 

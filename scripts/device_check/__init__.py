@@ -2,7 +2,7 @@
 
     bash scripts/device_check.sh              # on the GPU machine (installs carried wheels, no network)
     bash scripts/device_check.sh --dry        # any machine: the same sections on CPU, tiny shapes
-    PYTHONPATH=scripts python -m device_check --help
+    PYTHONPATH=scripts python -P -m device_check --help
 
 Sections (each in its own process, with its own time limit; a failure loses only that section):
 - machine: versions, the GPU, and the two ceilings measured there (bf16 matrix product, device copy);

@@ -314,6 +314,7 @@ def kernel_tests(rec: Recorder, plan: Plan, context: dict) -> None:
     junit, calls = work / "kernel_tests.xml", work / "kernel_calls.json"
     command = [
         sys.executable,
+        "-P",
         "-m",
         "pytest",
         "-q",

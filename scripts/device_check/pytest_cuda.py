@@ -1,6 +1,6 @@
 """pytest plugin: the suite's kernel tests with their Triton calls on a GPU, compiled (no interpreter).
 
-    DEVICE_CHECK_KERNEL_DEVICE=cuda PYTHONPATH=scripts python -m pytest -p device_check.pytest_cuda \
+    DEVICE_CHECK_KERNEL_DEVICE=cuda PYTHONPATH=scripts python -P -m pytest -p device_check.pytest_cuda \
         tests/test_kernels_score.py tests/test_kernels_vote.py
 
 The kernel test modules set TRITON_INTERPRET=1 when imported and build their inputs on the CPU, so as they

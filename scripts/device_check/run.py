@@ -1,6 +1,6 @@
 """Run the sections, each in its own process under its own time limit, and write one JSON report.
 
-    PYTHONPATH=scripts python -m device_check [--dry] [--out PATH] [--budget SECONDS] [--only SECTION ...]
+    PYTHONPATH=scripts python -P -m device_check [--dry] [--out PATH] [--budget SECONDS] [--only SECTION ...]
 
 The report is rewritten after every section, so a run killed midway still leaves the sections it finished.
 The sections' own output (pytest, tts solve, progress) goes to a log beside the report; the terminal gets
@@ -44,7 +44,7 @@ def section_function(name: str):
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m device_check", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -P -m device_check", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--dry", action="store_true", help="CPU, tiny shapes, Triton's interpreter (the test suite's run)"
     )
@@ -156,6 +156,7 @@ def run_section(name: str, plan: Plan, limit: float, out: Path, log: Path, done:
     deadline = time.time() + limit
     command = [
         sys.executable,
+        "-P",
         "-m",
         "device_check",
         "--section",

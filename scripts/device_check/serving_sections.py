@@ -262,6 +262,7 @@ def _run_solve(plan: Plan, out: Path, hide_gpu: bool, timeout: float) -> float:
     """Wall seconds of one `tts solve --out OUT` in its own process (as a user runs it)."""
     command = [
         sys.executable,
+        "-P",
         "-c",
         "from tts_engine.cli import main; main()",
         "solve",

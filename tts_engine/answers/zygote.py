@@ -27,6 +27,8 @@ import tempfile
 import threading
 from multiprocessing.connection import Connection
 
+from ..interpreter import PYTHON
+
 
 def _load(spec: str | None):
     if not spec:
@@ -118,7 +120,7 @@ class ZygoteClient:
         self._listener.bind(path)
         self._listener.listen(8)
         self._server = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from tts_engine.answers.zygote import main; main(sys.argv[1])", path],
+            [*PYTHON, "-c", "import sys; from tts_engine.answers.zygote import main; main(sys.argv[1])", path],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

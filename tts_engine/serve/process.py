@@ -7,11 +7,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from typing import Sequence
+
+from ..interpreter import PYTHON
 
 HOST = "127.0.0.1"
 
@@ -35,7 +36,7 @@ class ServerProcess:
         self._log = tempfile.TemporaryFile(mode="w+")
 
     def __enter__(self) -> "ServerProcess":
-        command = [sys.executable, "-c", "from tts_engine.cli import main; main()", "serve"]
+        command = [*PYTHON, "-c", "from tts_engine.cli import main; main()", "serve"]
         command += ["--host", HOST, "--port", str(self.port), *self.args]
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + self.startup_timeout
