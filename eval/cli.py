@@ -90,7 +90,7 @@ def run_curves(
     from .plots import write_plots
     from .report import write_csv, write_json
     from .table import load_results
-    from .verifier_metrics import verifier_metrics
+    from .verifier_metrics import verifier_group_metrics, verifier_metrics
 
     if labels and len(labels) != len(paths):
         raise ValueError(f"--label must be given once per results file ({len(paths)}), got {len(labels)}")
@@ -103,6 +103,7 @@ def run_curves(
         c = compute_curves(table, num_subsets=num_subsets, seed=seed, impl=vote_impl, label=label)
         c["source"] = str(path)
         c["verifier"] = verifier_metrics(table, threshold=threshold, num_bins=num_bins)
+        c["verifier_groups"] = verifier_group_metrics(table, threshold=threshold, num_bins=num_bins)
         curves.append(c)
     write_json(curves, out / "curves.json")
     write_csv(curves, out / "curves.csv")

@@ -25,8 +25,6 @@ from .voting import strategy_names, vote_accuracy_chunked
 PASS_AT_K = "pass@k"
 IMPLS = ("auto", "prefix", "torch", "triton")
 EFFICIENCY_AXES = ("samples", "generated_tokens", "tokens", "flops")
-MAX_GROUP_VALUES = 12
-"""A field with more distinct values than this (ids, free text) gets no per-group breakdown."""
 
 
 def per_problem_accuracy(
@@ -170,21 +168,16 @@ def group_breakdown(
     table: ResultsTable, accuracy: dict[str, np.ndarray], num_drawn: list[int], exact: list[bool]
 ) -> dict[str, dict[str, Any]]:
     """Field -> value -> {num_problems, strategies: name -> accuracy/se per k}, for short categorical fields."""
-    out: dict[str, dict[str, Any]] = {}
-    names = sorted({key for fields in table.fields for key in fields})
-    for field_name in names:
-        values = [fields.get(field_name) for fields in table.fields]
-        distinct = sorted({v for v in values if isinstance(v, (str, int, float, bool))}, key=str)
-        if not 1 < len(distinct) <= MAX_GROUP_VALUES:
-            continue
-        out[field_name] = {}
-        for value in distinct:
-            mask = np.array([v == value for v in values])
-            out[field_name][str(value)] = {
+    return {
+        field_name: {
+            value: {
                 "num_problems": int(mask.sum()),
                 "strategies": {
                     name: summarize_rows(per[:, mask], num_drawn, [True] * len(exact) if name == PASS_AT_K else exact)
                     for name, per in accuracy.items()
                 },
             }
-    return out
+            for value, mask in groups.items()
+        }
+        for field_name, groups in table.group_masks().items()
+    }

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from .compute import AXES
+from .efficiency import Z_TOLERANCE
 from .plots import strategy_label
 
 CSV_COLUMNS = ("label", "group_field", "group_value", "strategy", "k", "exact", "accuracy", "se", "se_subsets", *AXES)
@@ -76,7 +77,8 @@ def format_table(c: dict[str, Any]) -> str:
     lines.append(f"generated tokens per problem at k=N: {generated:,.0f}")
     lines.append(
         f"efficiency vs majority@{c['num_samples']} = {c['majority_at_n']:.3f} "
-        "(compute ratio majority@N / strategy at the same accuracy)"
+        "(compute ratio majority@N / strategy at the same accuracy; a point estimated over random subsets "
+        f"reaches it within {Z_TOLERANCE:g} of their standard errors)"
     )
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
@@ -90,6 +92,7 @@ def format_table(c: dict[str, Any]) -> str:
     lines.extend(format_groups(c))
     lines.extend(format_kinds(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
+    lines.extend(format_verifier_groups(c.get("verifier_groups") or {}))
     lines.extend(f"note: {note}" for note in c["notes"])
     return "\n".join(lines)
 
@@ -140,6 +143,21 @@ def format_verifier(metrics: dict[str, Any]) -> list[str]:
             f"{_fmt(m['calibration']['ece'], 8, '.3f')}"
         )
     lines.append("(AUROC/pb: mean AUROC within a problem, over problems with both right and wrong samples)")
+    return lines
+
+
+def format_verifier_groups(groups: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Within-problem AUROC of every score kind per value of each breakdown field: where a verifier ranks."""
+    lines = []
+    for field_name, values in groups.items():
+        kinds = list(next(iter(values.values())))
+        width = max(10, *(len(kind) + 2 for kind in kinds))
+        lines.append(f"within-problem AUROC by {field_name} (problems with right and wrong samples)")
+        lines.append(f"  {field_name:<12}{'problems':>9}" + "".join(f"{kind:>{width}}" for kind in kinds))
+        for value, metrics in values.items():
+            both = next(iter(metrics.values()))["problems_with_both"]
+            cells = "".join(_fmt(metrics[kind]["auroc_within_problem"], width, ".3f") for kind in kinds)
+            lines.append(f"  {value:<12}{both:>9}" + cells)
     return lines
 
 

@@ -15,6 +15,9 @@ import orjson
 
 log = logging.getLogger(__name__)
 
+MAX_GROUP_VALUES = 12
+"""A problem field with 2 to this many distinct short values (level, subject, ...) is a breakdown field."""
+
 
 @dataclass
 class ResultsTable:
@@ -57,6 +60,16 @@ class ResultsTable:
     def num_parameters(self) -> int | None:
         value = self.run.get("num_parameters")
         return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    def group_masks(self) -> dict[str, dict[str, np.ndarray]]:
+        """Breakdown field -> value -> (P,) bool mask of its problems, for fields with 2..MAX_GROUP_VALUES values."""
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for name in sorted({key for fields in self.fields for key in fields}):
+            values = [fields.get(name) for fields in self.fields]
+            distinct = sorted({v for v in values if isinstance(v, (str, int, float, bool))}, key=str)
+            if 1 < len(distinct) <= MAX_GROUP_VALUES:
+                out[name] = {str(value): np.array([v == value for v in values]) for value in distinct}
+        return out
 
     def select(self, rows: np.ndarray) -> "ResultsTable":
         """The problems at `rows` (a boolean mask or indices), everything else unchanged."""

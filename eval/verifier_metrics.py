@@ -105,5 +105,18 @@ def verifier_metrics(table: ResultsTable, *, threshold: float = 0.5, num_bins: i
     }
 
 
+def verifier_group_metrics(
+    table: ResultsTable, *, threshold: float = 0.5, num_bins: int = 10
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Breakdown field -> value -> score kind -> score_metrics over that group's problems (level, subject, ...)."""
+    return {
+        field_name: {
+            value: verifier_metrics(table.select(mask), threshold=threshold, num_bins=num_bins)
+            for value, mask in groups.items()
+        }
+        for field_name, groups in table.group_masks().items()
+    }
+
+
 def _num(value: float) -> float | None:
     return None if np.isnan(value) else float(value)

@@ -7,9 +7,17 @@ import pytest
 
 from tts_engine.eval.curves import compute_curves, efficiency_table
 from tts_engine.eval.efficiency import efficiency_ratio, first_reach
+from tts_engine.eval.report import format_verifier_groups
 from tts_engine.eval.synthetic import records_from_arrays, synthetic_records
 from tts_engine.eval.table import table_from_records
-from tts_engine.eval.verifier_metrics import auroc, average_ranks, reliability, score_metrics, verifier_metrics
+from tts_engine.eval.verifier_metrics import (
+    auroc,
+    average_ranks,
+    reliability,
+    score_metrics,
+    verifier_group_metrics,
+    verifier_metrics,
+)
 
 
 def test_crossing_interpolates_on_log2_compute():
@@ -135,6 +143,25 @@ def test_verifier_metrics_cover_every_score_kind_and_skip_unknown_labels():
     assert metrics["a"]["num_samples"] == 3  # the problem without a reference is left out
     assert metrics["a"]["auroc"] == 1.0 and metrics["b"]["auroc"] == 0.0
     assert metrics["a"]["accuracy_on_wrong"] == 1.0  # the no-answer sample is wrong and rejected
+
+
+def test_verifier_metrics_per_group_use_only_that_groups_problems():
+    # level 1: "a" ranks the right sample first; level 2: last; one problem of level 2 is all right (no AUROC)
+    table = table_from_records(
+        records_from_arrays(
+            [[0, 1], [0, 1], [0, 0]],
+            [[True, False], [True, False], [True]],
+            {"a": [[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]},
+            fields=[{"level": 1}, {"level": 2}, {"level": 2}],
+        )
+    )
+    groups = verifier_group_metrics(table)
+    assert groups["level"]["1"]["a"]["auroc_within_problem"] == 1.0
+    assert groups["level"]["2"]["a"]["auroc_within_problem"] == 0.0
+    assert groups["level"]["2"]["a"]["problems_with_both"] == 1 and groups["level"]["2"]["a"]["num_samples"] == 4
+    lines = format_verifier_groups(groups)
+    assert lines[0].startswith("within-problem AUROC by level")
+    assert lines[2].split() == ["1", "1", "1.000"] and lines[3].split() == ["2", "1", "0.000"]
 
 
 def test_a_point_within_two_subset_standard_errors_reaches_the_target():
