@@ -77,7 +77,7 @@ def test_tango_one_warm_up_and_one_rl_step(sft_run, tmp_path):
 def test_make_problems_and_export(sft_run, tmp_path):
     problems = tmp_path / "set.jsonl"
     tts("train", "make-problems", "--out", problems, "--per-level", 1)
-    assert len(problems.read_text().splitlines()) == 5
+    assert len(problems.read_text().splitlines()) == 8  # one per level of the bundled set (1-8)
     dest = tmp_path / "served"
     tts("train", "export", sft_run, "--to", dest)
     assert (dest / "config.json").is_file() and not list(dest.glob("*optim*"))

@@ -11,8 +11,10 @@ from tts_engine.tasks.arith.generator import (
     LEVELS,
     ProblemStream,
     bundled_problems_path,
+    held_out_texts,
     make_problem,
     make_problem_set,
+    max_value,
 )
 
 
@@ -47,7 +49,7 @@ def test_solutions_are_correct_step_by_step_and_grade_correct(level):
             assert value is None or int(a) == value
             assert _apply(int(a), op, int(b)) == int(result)
             value = int(result)
-        assert str(value) == p.answer and 0 <= value <= 999
+        assert str(value) == p.answer and 0 <= value <= max_value(level)
         assert expression.startswith(lines[0].split("=")[0])
         assert solution_reward(p.answer, p.solution) == 1.0
         assert solution_reward(p.answer, p.solution.replace(f"{{{p.answer}}}", f"{{{int(p.answer) + 1}}}")) == 0.0
@@ -64,6 +66,16 @@ def test_bundled_set_is_the_documented_command_output():
     expected = [p.to_record() for p in make_problem_set(EVAL_SEED, LEVELS, EVAL_PER_LEVEL)]
     assert records == expected
     assert set(records[0]) == {"id", "problem", "answer", "level"}
+    assert sorted({r["level"] for r in records}) == list(range(1, 9))
+
+
+def test_the_levels_1_to_5_set_is_kept_and_both_sets_are_held_out_of_training():
+    path = bundled_problems_path().with_name("arith_levels1-5.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records == [p.to_record() for p in make_problem_set(EVAL_SEED, (1, 2, 3, 4, 5), 40)]
+    held_out = held_out_texts()
+    bundled = {json.loads(line)["problem"] for line in bundled_problems_path().read_text().splitlines()}
+    assert {r["problem"] for r in records} | bundled == held_out
 
 
 def test_answer_helpers():

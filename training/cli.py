@@ -93,7 +93,7 @@ _register_trainers()
 @click.option("--out", default=None, help="Output JSONL. [the bundled set's path]")
 @click.option("--seed", type=int, default=None, help="Seed of the set.")
 @click.option("--per-level", type=int, default=None, help="Problems per level.")
-@click.option("--levels", default=None, help="Levels, e.g. 1-5 (default) or 6-8 (more operations, values to 9999).")
+@click.option("--levels", default=None, help="Levels, e.g. 1-8 (default) or 6-8 (more operations, values to 9999).")
 @click.option(
     "--max-value", type=click.IntRange(min=9), default=None, help="Largest running value, every level. [by level]"
 )

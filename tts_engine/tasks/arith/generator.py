@@ -17,6 +17,8 @@ classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
     python -P -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
+and the levels 1-5 set it replaced (what the Tango pair was trained for) by
+    python -P -m tts_engine.tasks.arith.generator --levels 1-5 --per-level 40 --out tts_engine/assets/problems/arith_levels1-5.jsonl
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from pathlib import Path
 
 from tts_engine.tasks.arith.chain import apply
 
-LEVELS = (1, 2, 3, 4, 5)
+LEVELS = (1, 2, 3, 4, 5, 6, 7, 8)
+"""The bundled set's levels: 2 to 9 operations, from what the default solves almost always to what it solves
+less than half the time at temperature 1."""
 EVAL_SEED = 20250505
-EVAL_PER_LEVEL = 40
+EVAL_PER_LEVEL = 25
 
 
 @dataclass(frozen=True)
@@ -163,10 +167,11 @@ def load_problems(path: str | Path) -> list[dict]:
 
 
 def held_out_texts() -> set[str]:
-    """Problem texts of the bundled evaluation set, which training streams skip."""
+    """Problem texts of every bundled evaluation set (the default, and the levels 1-5 set before it), which training
+    streams skip."""
     from tts_engine.problems import load_problems as load
 
-    return {p.text for p in load(bundled_problems_path())}
+    return {p.text for path in sorted(bundled_problems_path().parent.glob("arith*.jsonl")) for p in load(path)}
 
 
 def first_per_level(problems: list, k: int) -> list:
@@ -210,7 +215,7 @@ def write_problem_set(
     levels: tuple[int, ...] = LEVELS,
     cap: int | None = None,
 ) -> Path:
-    """`per_level` problems of each level (default: the trained levels 1-5; any level >= 1 is L + 1 operations);
+    """`per_level` problems of each level (default: the bundled set's levels 1-8; any level >= 1 is L + 1 operations);
     `cap` overrides every level's largest running value."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,7 +229,7 @@ def main() -> None:
     parser.add_argument("--out", default="tts_engine/assets/problems/arith.jsonl")
     parser.add_argument("--seed", type=int, default=EVAL_SEED)
     parser.add_argument("--per-level", type=int, default=EVAL_PER_LEVEL)
-    parser.add_argument("--levels", type=parse_levels, default=LEVELS, help="e.g. 1-5 (default) or 6-8")
+    parser.add_argument("--levels", type=parse_levels, default=LEVELS, help="e.g. 1-8 (default) or 6-8")
     parser.add_argument("--max-value", type=int, default=None, help="largest running value (default: by level)")
     args = parser.parse_args()
     print(write_problem_set(args.out, args.seed, args.per_level, args.levels, args.max_value))
