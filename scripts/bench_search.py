@@ -8,7 +8,8 @@ in this process one after the other; writes the plot (accuracy against generated
 table.md, summary.json and every run's results JSONL to OUT_DIR (runs start fresh: timings are never resumed).
 
     python scripts/bench_search.py --limit 40                     # embedded model, its unified verifier
-    python scripts/bench_search.py --limit 20 --model tts_engine/assets/tango/generator \\
+    python scripts/bench_search.py --problems tts_engine/assets/problems/arith_levels1-5.jsonl --limit 20 \\
+        --model tts_engine/assets/tango/generator \\
         --verifier process --verifier-model tts_engine/assets/tango/verifier --step-aggregation min
 """
 
@@ -47,7 +48,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--lookahead", type=int, default=0)
     ap.add_argument("--temperature", type=float, default=0.8)
-    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--max-new-tokens", type=int, default=256, help="as tts solve")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/bench_search", help="output folder")
     return ap.parse_args(argv)
