@@ -38,7 +38,8 @@ from ...verifiers.registry import register_score_kind, register_verify_form
 from .chain import StepLine, is_task_problem, problem_steps, read_step_line
 
 WIDTH = 3
-"""Digits every number is padded to (running values of the task stay below 1000); longer numbers keep theirs."""
+"""Digits every number is padded to (levels 1-5 stay below 1000); longer numbers (levels 6 and above, to 9999) keep
+theirs."""
 ANSWER_WORD = "answer"
 RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
 """After the generation prompt: the end token, the request, then the problem restated units digit first."""
