@@ -95,6 +95,29 @@ class PromptTooLongError(ValueError):
         )
 
 
+class PromptFailedError(RuntimeError):
+    """A prompt whose samples (or scores) could not be computed even alone: e.g. one row that does not fit in
+    memory, or a server request that failed after its retries. `index` is its position in the request; the
+    engine records that problem as failed with `reason` and goes on with the others."""
+
+    def __init__(self, index: int, reason: str):
+        self.index, self.reason = index, reason
+        super().__init__(f"prompt {index} failed: {reason}")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether `err` is an allocation failure (CUDA out of memory, or the CPU allocator's), which a smaller batch
+    may avoid."""
+    import torch
+
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    text = str(err)
+    return isinstance(err, (RuntimeError, MemoryError)) and (
+        isinstance(err, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+    )
+
+
 class TokenizerMethods:
     """encode / decode / apply_chat_template of a backend holding a Hugging Face tokenizer as `self.tokenizer`."""
 
