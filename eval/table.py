@@ -6,6 +6,7 @@ Curves need no text, so only the numeric parts of each record are kept (docs/res
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -119,11 +120,18 @@ def load_results(path: str | Path) -> ResultsTable:
 def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
     """Arrays from results records (dicts in the results format)."""
     records = list(records)
-    empty = sum(1 for r in records if not r.get("samples"))
+    failed = [r for r in records if r.get("status", "ok") != "ok" and not r.get("samples")]
+    empty = sum(1 for r in records if not r.get("samples") and r.get("status", "ok") == "ok")
     records = [r for r in records if r.get("samples")]
     if not records:
         raise ValueError("no results record has any samples")
     notes = [f"{empty} problems without samples left out"] if empty else []
+    if failed:
+        statuses = Counter(str(r["status"]) for r in failed)
+        notes.append(
+            f"{len(failed)} problems failed ({', '.join(f'{k}: {v}' for k, v in sorted(statuses.items()))}): "
+            "each counts as not solved, with no answer and no compute"
+        )
     sizes = [len(r["samples"]) for r in records]
     n = min(sizes)
     if max(sizes) != n:
@@ -144,13 +152,24 @@ def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
         texts: dict[str, int] = {}
         text_ids[i] = [texts.setdefault(str(s.get("text")), len(texts)) for s in record["samples"][:n]]
         has_reference[i] = record.get("reference") is not None
+    table_records = records + failed
+    if failed:  # rows with no answer: every vote and pass@k miss them, the accuracy's denominator keeps them
+        class_ids = np.vstack([class_ids, np.full((len(failed), n), -1, dtype=np.int64)])
+        sample_correct = np.vstack([sample_correct, np.full((len(failed), n), np.nan)])  # no sample to judge
+        scores = {kind: np.vstack([values, np.zeros((len(failed), n))]) for kind, values in scores.items()}
+        num_tokens, verifier_tokens = (
+            np.vstack([a, np.zeros((len(failed), n))]) for a in (num_tokens, verifier_tokens)
+        )
+        text_ids = np.vstack([text_ids, np.zeros((len(failed), n), dtype=np.int64)])
+        has_reference = np.concatenate([has_reference, _referenced(failed)])
+        correct_lists += [[] for _ in failed]
     class_correct = _pad_classes(correct_lists, class_ids)
     _note_missing_scores(scores, notes)
     if not has_reference.any():
         notes.append("no problem has a reference: accuracy is undefined; only compute figures are meaningful")
     return ResultsTable(
-        ids=[str(r.get("id", i + 1)) for i, r in enumerate(records)],
-        fields=[dict(r.get("fields") or {}) for r in records],
+        ids=[str(r.get("id", i + 1)) for i, r in enumerate(table_records)],
+        fields=[dict(r.get("fields") or {}) for r in table_records],
         class_ids=class_ids,
         class_correct=class_correct,
         has_reference=has_reference,
@@ -162,6 +181,11 @@ def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:
         notes=notes,
         text_ids=text_ids,
     )
+
+
+def _referenced(records: list[dict[str, Any]]) -> np.ndarray:
+    """(R,) bool: each record has a reference answer."""
+    return np.array([r.get("reference") is not None for r in records], dtype=bool)
 
 
 def _read_problem(record, n, i, class_ids, sample_correct, scores, num_tokens, verifier_tokens) -> list[bool]:

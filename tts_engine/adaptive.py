@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from .aggregate import aggregation_keys
-from .backends.base import PromptTooLongError, Sample
+from .backends.base import PromptFailedError, PromptTooLongError, Sample
 from .engine import headline_kind
 from .params import SamplingParams
 from .problems import Problem
-from .run import RoundProgress, register_strategy
+from .run import RoundProgress, generate_or_fail, register_strategy
 from .settings import setting
 
 log = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ def _generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> li
     while keep:
         try:
             rows = backend.generate([prompts[i] for i in keep], params)
-        except PromptTooLongError as err:
+        except (PromptTooLongError, PromptFailedError) as err:
             log.warning("not continuing a sample: %s", err)
             keep.pop(err.index)
             continue
@@ -354,10 +354,7 @@ class _Clock:
 
 
 def _generate(engine, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
-    try:
-        return engine.backend.generate(prompts, params)  # (P, n)
-    except PromptTooLongError as err:
-        raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+    return generate_or_fail(engine.backend, problems, prompts, params)  # (P, n)
 
 
 # --- adaptive length ---------------------------------------------------------------------------------------

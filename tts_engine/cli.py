@@ -104,6 +104,8 @@ def solve(problems, **settings):
         out=run.out,
         progress=not run.quiet,
         config=config,
+        strict=run.strict,
+        retry_failed=run.retry_failed,
     )
     if isinstance(config, AdaptiveConfig):
         from .adaptive import format_adaptive_summary

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from .aggregate import aggregation_keys, vote_classes
 from .answers.grading import GRADERS
-from .backends.base import PromptTooLongError, Sample
+from .backends.base import PromptFailedError, PromptTooLongError, Sample
 from .confidence import confidence_scores
 from .params import SamplingParams
 from .problems import Problem
@@ -134,6 +134,8 @@ class Engine:
         on_record: Callable[[dict[str, Any]], None] | None = None,
         stop: Sequence[str] = (),
         on_progress: Callable[[Any], None] | None = None,
+        strict: bool = False,
+        retry_failed: bool = False,
     ) -> list[dict[str, Any]]:
         """Solve every problem with one strategy (`tts_engine.run.strategies()`: fixed, adaptive-length,
         adaptive-n, beam, dvts, ...); records in input order, written to `out` as each problem finishes (a rerun
@@ -143,7 +145,11 @@ class Engine:
         `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
         `on_record` sees each record as its problem finishes; `stop` adds stop strings to the model's own; `on_progress` sees a `RoundProgress` for every problem still
         open after a round of the strategies that work in rounds. `top_logprobs` (k), `confidence_window` and
-        `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off)."""
+        `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off).
+
+        A problem whose prompt does not fit the model's context, or whose rows fail even alone, is recorded with
+        its `status` (no samples; not solved) and the run goes on; `strict=True` raises instead (a ValueError
+        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed."""
         from .run import run_plan, strategy_entry
 
         entry = strategy_entry(strategy)
@@ -161,16 +167,39 @@ class Engine:
         config = _strategy_config(entry, config=config, adaptive=adaptive, search=search)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
         plan = entry.build(self, params, config, **extra)
-        return run_plan(plan, problems, out=out, progress=progress, on_record=on_record, on_progress=on_progress)
+        return run_plan(
+            plan,
+            problems,
+            out=out,
+            progress=progress,
+            on_record=on_record,
+            on_progress=on_progress,
+            screen=self.unfit_prompts,
+            strict=strict,
+            retry_failed=retry_failed,
+        )
+
+    def unfit_prompts(self, problems: Sequence[Problem]) -> list[Any]:
+        """The failures of the problems whose generation prompt leaves no room in the model's context, found
+        before any generation (backends with a local tokenizer; the others report them when they generate)."""
+        from .run import problem_failure
+
+        if getattr(self.backend, "tokenizer", None) is None:
+            return []
+        limit, failures = self.backend.max_model_len, []
+        for i, prompt in enumerate(self.prompts(problems)):
+            num_tokens = len(self.backend.encode(prompt))
+            if num_tokens + 1 > limit:
+                failures.append(problem_failure(PromptTooLongError(i, num_tokens, limit), problems))
+        return failures
 
     def solve_batch(self, problems: Sequence[Problem], params: SamplingParams) -> list[dict[str, Any]]:
         """One engine step: generate, extract, group, grade, score, vote for a batch of problems."""
+        from .run import generate_or_fail
+
         started = time.perf_counter()
         prompts = self.prompts(problems)
-        try:
-            samples = self.backend.generate(prompts, params)  # (P, N)
-        except PromptTooLongError as err:
-            raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+        samples = generate_or_fail(self.backend, problems, prompts, params)  # (P, N)
         return self.score_samples(problems, prompts, samples, params, started, verifier=self.verifier)
 
     def score_samples(
@@ -324,6 +353,23 @@ def headline_kind(verifier, score_norm: str) -> str | None:
 
 
 def _verify(verifier, problems, prompts, samples) -> list[list[Any]]:
+    """The verifier's score of every sample (see `_verify_all`). Where a verification prompt does not fit or a
+    row fails even alone, the problems are verified one by one to find the one at fault, which fails alone
+    (`ProblemFailedError`: the run loop records it and solves the others again)."""
+    from .run import problem_failure
+
+    try:
+        return _verify_all(verifier, problems, prompts, samples)
+    except (PromptTooLongError, PromptFailedError) as err:
+        if len(problems) == 1:
+            err.index = 0  # the verifier's row; the problem is the one verified
+            raise problem_failure(err, problems) from err
+        for i in range(len(problems)):  # the one that fails alone raises its ProblemFailedError
+            _verify(verifier, problems[i : i + 1], prompts[i : i + 1], samples[i : i + 1])
+        raise
+
+
+def _verify_all(verifier, problems, prompts, samples) -> list[list[Any]]:
     """The verifier's score of every sample; each distinct text of a problem is scored once
     (`score_each_text_once`). A verifier whose scores belong to samples rather than texts
     (`scores_by_text = False`, e.g. a search's beams) scores every sample."""

@@ -80,6 +80,11 @@ class SolveOptions:
     """Results JSONL, written as problems finish; rerunning with the same --out resumes."""
     quiet: bool = False
     """No progress bar."""
+    strict: bool = False
+    """Stop the run at the first problem that fails (a prompt longer than the model's context, rows that fail
+    even alone) instead of recording it as not solved and going on."""
+    retry_failed: bool = False
+    """Solve again the problems that --out holds as failed (otherwise a resumed run counts them as done)."""
 
     def __post_init__(self) -> None:
         from .run import strategy_entry

@@ -28,17 +28,58 @@ def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
             raise ValueError(f"{path}:{lineno}: invalid results line: {err}") from None
 
 
+STATUSES = ("ok", "prompt_too_long", "failed")
+"""How a record ended: solved (its samples were generated and scored), its prompt or verification prompt did not
+fit the model's context, or its rows failed even alone (out of memory, a server error after retries)."""
+
+
+def record_status(record: dict[str, Any]) -> str:
+    """A record's status; records written before statuses existed were all solved."""
+    return record.get("status", "ok")
+
+
+def failure_record(problem, status: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """The results line of a problem that was not solved: no samples, no answer, counted as not solved."""
+    return {
+        "id": problem.id,
+        "problem": problem.text,
+        "reference": problem.reference,
+        "fields": problem.fields,
+        "status": status,
+        "failure": detail,
+        "samples": [],
+        "classes": [],
+        "strategies": {},
+        "compute": {"prompt_tokens": 0, "generated_tokens": 0, "verifier_tokens": 0},
+        "time_s": 0.0,
+    }
+
+
 class ResultsWriter:
     """Appends records and flushes each line, so a killed run loses only the problems in flight."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, drop_failed: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.existing: dict[str, dict[str, Any]] = {}
         if self.path.exists():
             self.existing = {str(r["id"]): r for r in read_results(self.path)}
             self._drop_torn_tail()
+            if drop_failed:
+                self._drop_failures()
         self._file = self.path.open("ab")
+
+    def _drop_failures(self) -> None:
+        """Rewrite the file without its failed records, so they are solved again and never appear twice."""
+        failed = {i for i, r in self.existing.items() if record_status(r) != "ok"}
+        if not failed:
+            return
+        kept = [line for line in self.path.read_bytes().splitlines(keepends=True) if line.strip()]
+        kept = [line for line in kept if str(orjson.loads(line)["id"]) not in failed]
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_bytes(b"".join(kept))
+        tmp.replace(self.path)
+        self.existing = {i: r for i, r in self.existing.items() if i not in failed}
 
     def _drop_torn_tail(self) -> None:
         """Cut a partial last line left by a killed run, so appended lines stay valid."""

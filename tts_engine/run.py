@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
+from .backends.base import PromptFailedError, PromptTooLongError
 from .problems import Problem
-from .results import ResultsWriter
+from .results import ResultsWriter, failure_record, record_status
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,32 @@ inside a chunk)."""
 
 BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engine.search.plan", "tts_engine.deepconf")
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
+
+
+class ProblemFailedError(Exception):
+    """One problem that cannot be solved (its prompt does not fit, or its rows fail even alone): the run loop
+    records it with `status` and `detail` and goes on with the others (raised as a ValueError under `strict`)."""
+
+    def __init__(self, problem_id: str, status: str, detail: dict[str, Any]):
+        self.problem_id, self.status, self.detail = problem_id, status, detail
+        super().__init__(f"problem {problem_id!r}: {detail['reason']}")
+
+
+def problem_failure(err: PromptTooLongError | PromptFailedError, problems: Sequence[Problem]) -> ProblemFailedError:
+    """The failure of the problem behind a backend's prompt error (`err.index` is its position in `problems`)."""
+    problem_id = problems[err.index].id
+    if isinstance(err, PromptTooLongError):
+        detail = {"reason": str(err), "num_tokens": err.num_tokens, "max_model_len": err.max_model_len}
+        return ProblemFailedError(problem_id, "prompt_too_long", detail)
+    return ProblemFailedError(problem_id, "failed", {"reason": err.reason})
+
+
+def generate_or_fail(backend, problems: Sequence[Problem], prompts: Sequence[str], params) -> list:
+    """`backend.generate(prompts, params)` `# (P, n)`, with a prompt error named as its problem's failure."""
+    try:
+        return backend.generate(prompts, params)
+    except (PromptTooLongError, PromptFailedError) as err:
+        raise problem_failure(err, problems) from err
 
 
 @dataclass(frozen=True)
@@ -106,14 +133,24 @@ def strategy_of(record: dict[str, Any]) -> str:
 class Run:
     """Resume from, write to and order the records of one run; draws its progress bar."""
 
-    def __init__(self, problems: Sequence[Problem], out: str | Path | None, progress: bool, strategy: str):
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        out: str | Path | None,
+        progress: bool,
+        strategy: str,
+        retry_failed: bool = False,
+    ):
         from tqdm.auto import tqdm
 
-        self.writer = ResultsWriter(out) if out is not None else None
+        self.writer = ResultsWriter(out, drop_failed=retry_failed) if out is not None else None
         self.done: dict[str, dict[str, Any]] = dict(self.writer.existing) if self.writer else {}
         self.todo = [p for p in problems if p.id not in self.done]
         if self.done:
             log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo), len(problems))
+            failed = sum(record_status(r) != "ok" for r in self.done.values())
+            if failed:
+                log.info("%s: %d recorded failures count as done (--retry-failed redoes them)", out, failed)
             other = [i for i, r in self.done.items() if strategy_of(r) != strategy]
             if other:
                 log.warning(
@@ -160,23 +197,50 @@ def run_plan(
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     on_progress: Callable[[RoundProgress], None] | None = None,
+    screen: Callable[[Sequence[Problem]], list[ProblemFailedError]] | None = None,
+    strict: bool = False,
+    retry_failed: bool = False,
 ) -> list[dict[str, Any]]:
     """Drive `plan` over the problems not yet in `out`, chunk by chunk; records in input order.
 
     `on_record` sees each record as its problem finishes (after it is written); `on_progress` each round's word
-    on the problems still open (strategies that work in rounds)."""
-    run = Run(problems, out, progress, plan.name)
+    on the problems still open (strategies that work in rounds). A problem that fails (`screen` finds its prompt
+    too long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status
+    and the rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError).
+    `retry_failed` solves again the problems `out` holds as failed."""
+    run = Run(problems, out, progress, plan.name, retry_failed)
+
+    def finish(record: dict[str, Any]) -> None:
+        record.setdefault("status", "ok")
+        record["run"] = plan.run_block
+        run.finish(record)
+        if on_record is not None:
+            on_record(record)
+
+    def fail(failure: ProblemFailedError, by_id: dict[str, Problem]) -> None:
+        if strict:
+            raise ValueError(str(failure)) from failure
+        log.warning("%s", failure)
+        finish(failure_record(by_id[failure.problem_id], failure.status, failure.detail))
+
     try:
         for chunk in chunks(run.todo, max(1, ROWS_PER_CHUNK // plan.rows_per_problem)):
-            for record in plan.solve(chunk):
-                if isinstance(record, RoundProgress):
-                    if on_progress is not None:
-                        on_progress(record)
-                    continue
-                record["run"] = plan.run_block
-                run.finish(record)
-                if on_record is not None:
-                    on_record(record)
+            by_id = {p.id: p for p in chunk}
+            for failure in screen(chunk) if screen is not None else []:
+                fail(failure, by_id)
+            pending = [p for p in chunk if p.id not in run.done]
+            while pending:
+                try:
+                    for record in plan.solve(pending):
+                        if isinstance(record, RoundProgress):
+                            if on_progress is not None:
+                                on_progress(record)
+                            continue
+                        finish(record)
+                    pending = []
+                except ProblemFailedError as failure:  # the others of the chunk are solved again without it
+                    fail(failure, by_id)
+                    pending = [p for p in pending if p.id not in run.done]
     finally:
         run.close()
     return run.records(problems)

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Sequence
+
+from .results import record_status
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy per strategy over the problems with a reference, plus mean tokens and total time."""
+    """Accuracy per strategy over the problems with a reference, plus mean tokens and total time. Problems that
+    failed (prompt too long, rows that failed) count as not solved and are reported apart."""
     graded = [r for r in records if r.get("reference") is not None]
-    keys = list(records[0]["strategies"]) if records else []
+    solved = [r for r in graded if record_status(r) == "ok"]
+    keys = list(dict.fromkeys(k for r in records if record_status(r) == "ok" for k in r["strategies"]))
     accuracy = (
-        {k: sum(bool(r["strategies"][k]["correct"]) for r in graded) / len(graded) for k in keys} if graded else {}
+        {k: sum(bool(r["strategies"].get(k, {}).get("correct")) for r in solved) / len(graded) for k in keys}
+        if graded
+        else {}
     )
     samples = [s for r in records for s in r["samples"]]
+    graded_samples = sum(len(r["samples"]) for r in solved)
     pass_at_1 = (
-        sum(bool(s["correct"]) for r in graded for s in r["samples"]) / max(1, sum(len(r["samples"]) for r in graded))
-        if graded
-        else None
+        sum(bool(s["correct"]) for r in solved for s in r["samples"]) / graded_samples * len(solved) / len(graded)
+        if graded and graded_samples
+        else (0.0 if graded else None)
     )
     return {
         "problems": len(records),
         "graded": len(graded),
         "pass@1": pass_at_1,
         "accuracy": accuracy,
+        "failures": _failures(records),
         "generated_tokens_per_problem": sum(r["compute"]["generated_tokens"] for r in records) / max(1, len(records)),
         "verifier_tokens_per_problem": sum(r["compute"]["verifier_tokens"] for r in records) / max(1, len(records)),
         "samples": len(samples),
@@ -34,9 +43,40 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _failures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How many problems ended in each failed status, and the longest prompt of those that did not fit."""
+    counts = Counter(record_status(r) for r in records if record_status(r) != "ok")
+    too_long = [r["failure"] for r in records if record_status(r) == "prompt_too_long" and r.get("failure")]
+    out: dict[str, Any] = {"counts": dict(sorted(counts.items()))}
+    if too_long:
+        out["longest_prompt"] = max(f.get("num_tokens", 0) for f in too_long)
+        out["max_model_len"] = too_long[0].get("max_model_len")
+    return out
+
+
+def format_failures(failures: dict[str, Any]) -> str | None:
+    """One line on the problems that were not solved, or None when every problem was."""
+    counts = failures.get("counts") or {}
+    if not counts:
+        return None
+    parts = []
+    for status, count in counts.items():
+        if status == "prompt_too_long":
+            parts.append(
+                f"{count} prompts did not fit the model's context (longest {failures['longest_prompt']} tokens, "
+                f"context {failures['max_model_len']})"
+            )
+        else:
+            parts.append(f"{count} {status}")
+    return f"not solved, counted as wrong: {'; '.join(parts)} (their results lines say why; rerun with --retry-failed)"
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """A plain-text table a terminal shows well."""
     lines = [f"problems: {summary['problems']} ({summary['graded']} with a reference), samples: {summary['samples']}"]
+    failed = format_failures(summary.get("failures") or {})
+    if failed:
+        lines.append(failed)
     if summary["accuracy"]:
         lines.append(f"{'aggregation':<34}{'accuracy':>10}")
         if summary["pass@1"] is not None:

@@ -88,7 +88,7 @@ class PromptTooLongError(ValueError):
     """A prompt does not fit in the model's context; `index` is its position in the request."""
 
     def __init__(self, index: int, num_tokens: int, max_model_len: int):
-        self.index = index
+        self.index, self.num_tokens, self.max_model_len = index, num_tokens, max_model_len
         super().__init__(
             f"prompt {index} has {num_tokens} tokens, but the model's context is {max_model_len} tokens "
             "(shorten the problem or the prompt template, or use a model with a longer context)"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..params import SamplingParams
-from .base import PromptTooLongError, Sample, token_confidence
+from .base import PromptFailedError, PromptTooLongError, Sample, token_confidence
 from .vllm import checkpoint_num_parameters, prompt_seed
 
 log = logging.getLogger(__name__)
@@ -54,10 +54,13 @@ CONTEXT_ERROR_WORDS = ("maximum context length", "context length", "too long", "
 class ServerError(RuntimeError):
     """The server answered with an error that retrying will not fix, or kept failing after every retry."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, request_failed: bool = False):
         super().__init__(message)
         self.status = status
         """The HTTP status, or None when the server never answered."""
+        self.request_failed = request_failed
+        """The server is there but this request kept failing (timeouts, 5xx) after every retry: the request's
+        failure, not the run's (an unreachable server or a refusal is the run's)."""
 
 
 # --- request building and response parsing (pure) ---------------------------------------------------------
@@ -203,9 +206,9 @@ def retry_delay(attempt: int, backoff: float, max_backoff: float, retry_after: s
 class _Transient(Exception):
     """A failure worth retrying."""
 
-    def __init__(self, message: str, retry_after: str | None = None):
+    def __init__(self, message: str, retry_after: str | None = None, unreachable: bool = False):
         super().__init__(message)
-        self.retry_after = retry_after
+        self.retry_after, self.unreachable = retry_after, unreachable
 
 
 class HttpClient:
@@ -243,7 +246,8 @@ class HttpClient:
                 if attempt == self.max_retries:
                     raise ServerError(
                         f"{self.url(path)} failed after {attempt + 1} attempts: {err} "
-                        "(is the server up and the timeout long enough?)"
+                        "(is the server up and the timeout long enough?)",
+                        request_failed=not err.unreachable,
                     ) from err
                 delay = retry_delay(attempt, self.backoff, self.max_backoff, err.retry_after)
                 log.warning("%s: %s; retry %d/%d in %.2fs", path, err, attempt + 1, self.max_retries, delay)
@@ -266,7 +270,7 @@ class HttpClient:
         except (TimeoutError, socket.timeout) as err:
             raise _Transient(f"no answer within {self.timeout}s") from err
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as err:
-            raise _Transient(f"connection failed: {getattr(err, 'reason', err)}") from err
+            raise _Transient(f"connection failed: {getattr(err, 'reason', err)}", unreachable=True) from err
 
     def _http_error(self, path: str, err: urllib.error.HTTPError) -> Exception:
         detail = _error_message(err)
@@ -400,10 +404,15 @@ class OpenAIBackend:
 
     def _post(self, index: int, prompt: str, body: dict) -> dict:
         """POST a completions body; a context-length refusal is retried once with `max_tokens` cut to the
-        room the prompt leaves, or becomes PromptTooLongError when the prompt itself does not fit."""
+        room the prompt leaves, or becomes PromptTooLongError when the prompt itself does not fit. A request the
+        server still fails after the client's retries (5xx, no answer in time) is this prompt's PromptFailedError;
+        an unreachable server or any other refusal (a wrong model name, a bad setting) is a ServerError that ends
+        the run."""
         try:
             return self.client.request("/v1/completions", body)
         except ServerError as err:
+            if err.request_failed:
+                raise PromptFailedError(index, str(err)) from err
             if not (err.status == 400 and any(w in str(err).lower() for w in CONTEXT_ERROR_WORDS)):
                 raise
             num_tokens = len(self.encode(prompt))

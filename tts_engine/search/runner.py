@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from ..adaptive import derive_seed
-from ..backends.base import PromptTooLongError, Sample
+from ..backends.base import Sample
 from ..params import SamplingParams
 from ..problems import Problem
+from ..run import generate_or_fail
 from ..verifiers.base import SampleScore
 from ..verifiers.registry import register_score_kind
 from .config import STEP_AGGREGATIONS, SearchConfig
@@ -178,10 +179,7 @@ class Search:
         return children
 
     def _generate(self, prompts, params, problems):
-        try:
-            return self.backend.generate(prompts, params)  # (P, n)
-        except PromptTooLongError as err:
-            raise ValueError(f"problem {problems[err.index].id!r}: {err}") from err
+        return generate_or_fail(self.backend, problems, prompts, params)  # (P, n)
 
     def _child(self, tree: Tree, parent: Node, group: int, round_index: int, sample: Sample, last: bool) -> Node:
         """A node for one generated step (the rest of the solution in the last round), cut to the beam's budget;

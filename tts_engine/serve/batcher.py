@@ -278,6 +278,7 @@ class Batcher:
             max_new_tokens=request.max_new_tokens,
             seed=request.seed,
             progress=False,
+            strict=True,  # a prompt that does not fit is the request's 400, never a record
             stop=request.stop,
             on_record=on_record,
             on_progress=on_progress,
