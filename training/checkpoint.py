@@ -12,6 +12,8 @@ from tts_engine import models
 from tts_engine.prompts import PromptConfig
 from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 
+from .device import to_cpu
+
 TRAINING_STATE = "training_state.pt"
 TRAINING_CONFIG = "training_config.json"
 
@@ -28,7 +30,7 @@ def new_model(config: TinyModelConfig):
 
 
 def load_model(path: str | Path):
-    """Model, tokenizer and prompt config of a saved checkpoint (fp32, train mode)."""
+    """Model, tokenizer and prompt config of a saved checkpoint (fp32, train mode, on the CPU)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(path)
@@ -52,9 +54,10 @@ def save_model(path: str | Path, model, tokenizer, prompt_config: PromptConfig, 
 
 
 def save_state(path: str | Path, optimizer, scheduler, step: int, extra: dict | None = None) -> None:
-    """Optimizer, schedule, step and RNG state, so a run resumes where it stopped."""
+    """Optimizer, schedule, step and RNG state, so a run resumes where it stopped; the optimizer's tensors are
+    saved on the CPU wherever the run computed, so the state resumes on any device."""
     state = {
-        "optimizer": optimizer.state_dict(),
+        "optimizer": to_cpu(optimizer.state_dict()),
         "scheduler": scheduler.state_dict(),
         "step": step,
         "torch_rng": torch.get_rng_state(),
@@ -64,8 +67,9 @@ def save_state(path: str | Path, optimizer, scheduler, step: int, extra: dict | 
 
 
 def load_state(path: str | Path, optimizer, scheduler) -> tuple[int, dict]:
-    """Restore what save_state wrote; returns (step, extra)."""
-    state = torch.load(Path(path) / TRAINING_STATE, weights_only=False)
+    """Restore what save_state wrote; returns (step, extra). The optimizer state goes to its parameters' device
+    (`Optimizer.load_state_dict` moves it), so make the optimizer after the model is on its device."""
+    state = torch.load(Path(path) / TRAINING_STATE, weights_only=False, map_location="cpu")
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])

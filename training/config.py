@@ -1,6 +1,6 @@
 """The fields training configs share, each declared once with its docstring; a trainer's config extends these.
 
-- `TrainConfig`: every trainer (output, optimiser rate, seed, threads, the problem mix);
+- `TrainConfig`: every trainer (output, optimiser rate, seed, threads, device, the problem mix);
 - `LoopConfig`: the trainers run by `training.loop` (steps, schedule, clipping, dev checks and checkpoints);
 - `SampleConfig`: the trainers that start from a checkpoint and train on its own samples;
 - `SelfCheckConfig`: generation SFT plus a check of the model's own solutions (`joint`, `recompute`).
@@ -11,6 +11,8 @@ A trainer sets its own defaults by naming a field again with a new default, neve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .device import check_device
 
 
 @dataclass
@@ -25,6 +27,12 @@ class TrainConfig:
     """Seed of the problem stream and of the sampler."""
     threads: int = 1
     """torch CPU threads."""
+    device: str = "auto"
+    """Where the model trains and samples: "auto" (CUDA when torch sees a CUDA device, else the CPU), "cpu", "cuda"
+    or "cuda:N"."""
+    amp: bool = True
+    """bf16 autocast of the supervised losses' forward passes on CUDA (weights, optimizer state and the loss stay
+    float32); no effect on the CPU."""
     levels: str = "1-5"
     """Levels of the task the problem stream and the dev checks draw from, e.g. "1-8"."""
     level_weights: list[float] = field(default_factory=list)
@@ -35,6 +43,7 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+        check_device(self.device)
         count = len(self.level_tuple)
         if self.level_weights and len(self.level_weights) != count:
             raise ValueError(

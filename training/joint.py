@@ -31,7 +31,7 @@ from tts_engine.verifiers.process import build_process_prompt
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
 from .config import SelfCheckConfig
-from .loop import start_run, train
+from .loop import Steps, start_run, train
 from .monitor import DEV_SEED, dev_pass_at_1
 from .rederive import VERDICT_PREFIX, Check, plant_error, resolve
 from .sft import sft_loss
@@ -157,8 +157,9 @@ def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, config: Joi
         weights[b, len(p) : len(p) + len(row)] = torch.tensor(row)
         flat_roles[b][len(p) : len(p) + len(row)] = roles[b]
     logp = completion_logprobs(model, ids, mask)  # (B, T)
+    weights = weights.to(logp.device)
     loss = -(logp * weights).sum() / weights.sum()
-    return loss, _role_accuracy(logp.detach(), flat_roles)
+    return loss, _role_accuracy(logp.detach().cpu(), flat_roles)
 
 
 def _role_accuracy(logp: torch.Tensor, roles: list[list[str]]) -> dict[str, float]:
@@ -208,12 +209,18 @@ def dev_check_accuracy(
 
 def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
+    return train(*joint_steps(config), desc="joint", progress=progress, log=log)
+
+
+def joint_steps(config: JointConfig) -> Steps:
+    """The run (started or resumed), its step and its dev checks."""
     run = start_run(config, lambda: ckpt.load_model(config.init_dir))
     run.prompt_config = check_prompt_config(run.prompt_config, config.form)
     stream = ProblemStream(config.seed + run.step, config.level_tuple, config.level_weights, held_out_texts())
     rng = random.Random(config.seed * 100_003 + run.step)
-    backend = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
-    sampler = _sampler(config.sample_from) or backend  # the model trained: nothing in its cache stays valid
+    device = run.placement.name
+    backend = HFBackend(run.model, run.tokenizer, device=device, max_batch_rows=64, prefix_cache_tokens=0)
+    sampler = _sampler(config.sample_from, device) or backend  # the model trained: nothing in its cache stays valid
     dev = make_problem_set(DEV_SEED + 1, config.level_tuple, config.dev_per_level)
 
     def step():
@@ -224,8 +231,11 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
         pairs += [(p, plant_error(p.problem, rng)) for p in stream.batch(config.planted)]
         run.model.train()
         prompts = [build_prompt(run.prompt_config, p.problem) for p in gen]
-        gen_loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen]) if gen else torch.zeros(())
-        ver_loss, accuracy = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config)
+        with run.placement.autocast():
+            gen_loss = (
+                sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen]) if gen else torch.zeros(())
+            )
+            ver_loss, accuracy = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config)
         figures = {"gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4), **accuracy}
         postfix = {"gen": f"{gen_loss.item():.3f}", "check": f"{ver_loss.item():.3f}"}
         return gen_loss + config.verify_weight * ver_loss, figures, postfix
@@ -236,16 +246,16 @@ def train_joint(config: JointConfig, progress: bool = True, log=print) -> Path:
                 run.model, run.tokenizer, run.prompt_config, config.dev_per_level, config.level_tuple
             )
         }
-        checker = HFBackend(run.model, run.tokenizer, device="cpu")
+        checker = HFBackend(run.model, run.tokenizer, device=device)
         other = None if sampler is backend else sampler
         return {**figures, **dev_check_accuracy(checker, run.prompt_config, dev, sampler=other)}
 
-    return train(run, step, dev_checks, desc="joint", progress=progress, log=log)
+    return run, step, dev_checks
 
 
-def _sampler(path: str | None) -> HFBackend | None:
-    """A frozen generator whose samples are checked, when it is not the model being trained."""
+def _sampler(path: str | None, device: str = "cpu") -> HFBackend | None:
+    """A frozen generator whose samples are checked, when it is not the model being trained (on its device)."""
     if path is None:
         return None
     model, tokenizer, _ = ckpt.load_model(path)
-    return HFBackend(model.eval(), tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
+    return HFBackend(model.eval(), tokenizer, device=device, max_batch_rows=64, prefix_cache_tokens=0)

@@ -20,9 +20,12 @@ from tts_engine.prompts import PromptConfig
 
 from . import checkpoint as ckpt
 from .config import LoopConfig
+from .device import CPU, Placement
 
 StepFn = Callable[[], tuple[torch.Tensor, dict, dict]]
 """One step's loss, the figures it logs, and what the progress bar shows."""
+Steps = tuple["Run", StepFn, Callable[[], dict]]
+"""What a trainer hands `train`: its run (started or resumed), its step, and its dev checks."""
 
 
 @dataclass
@@ -38,6 +41,8 @@ class Run:
     step: int = 0
     extra: dict = field(default_factory=dict)
     """What the last checkpoint stored beside the step (its elapsed seconds)."""
+    placement: Placement = CPU
+    """The device the model, its batches and its sampler are on, and whether its supervised losses autocast."""
 
     @property
     def out(self) -> Path:
@@ -46,15 +51,18 @@ class Run:
 
 def start_run(config: LoopConfig, fresh: Callable[[], tuple]) -> Run:
     """The run in config.out_dir where one was saved (model, optimizer, schedule, step, RNG), else a new one from
-    `fresh()` -> (model, tokenizer, prompt config)."""
+    `fresh()` -> (model, tokenizer, prompt config); the model on config.device (resolved first: a device that is
+    not there fails before anything is loaded)."""
     torch.set_num_threads(config.threads)
+    placement = Placement.of(config)
     out = Path(config.out_dir)
     resume = ckpt.has_state(out)
     model, tokenizer, prompt_config = ckpt.load_model(out) if resume else fresh()
+    model = placement.place(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = ckpt.cosine_schedule(optimizer, config.steps, config.warmup_steps)
     step, extra = ckpt.load_state(out, optimizer, scheduler) if resume else (0, {})
-    return Run(config, model, tokenizer, prompt_config, optimizer, scheduler, step, extra)
+    return Run(config, model, tokenizer, prompt_config, optimizer, scheduler, step, extra, placement)
 
 
 def optimizer_step(model, optimizer, scheduler, loss: torch.Tensor, grad_clip: float) -> None:
@@ -66,15 +74,22 @@ def optimizer_step(model, optimizer, scheduler, loss: torch.Tensor, grad_clip: f
     scheduler.step()
 
 
+def train_step(run: Run, step: StepFn) -> tuple[dict, dict]:
+    """One step of a run and its optimizer update (what `train` repeats, and what scripts/bench_train.py times):
+    the step's figures and its progress bar postfix."""
+    loss, figures, postfix = step()
+    optimizer_step(run.model, run.optimizer, run.scheduler, loss, run.config.grad_clip)
+    run.step += 1
+    return figures, postfix
+
+
 def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, progress: bool, log) -> Path:
     """Run `step` and an optimizer update until config.steps; every eval_every steps (and at the end) add the dev
     checks to the log record, save model and state, and echo the record. Returns out_dir."""
     c, start = run.config, ckpt.resumed_clock(run.extra)
 
     def one_step() -> tuple[dict, dict]:
-        loss, figures, postfix = step()
-        optimizer_step(run.model, run.optimizer, run.scheduler, loss, c.grad_clip)
-        run.step += 1
+        figures, postfix = train_step(run, step)
         lr = run.scheduler.get_last_lr()[0]
         return {"step": run.step, **figures, "lr": lr, "elapsed_s": round(time.time() - start, 1)}, postfix
 

@@ -8,6 +8,8 @@ from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 from tts_engine.tasks.arith.generator import LEVELS, make_problem_set, solution_budget
 
+from .device import model_device
+
 DEV_SEED = 777
 
 
@@ -15,10 +17,11 @@ def dev_pass_at_1(
     model, tokenizer, prompt_config, per_level: int = 16, levels=LEVELS, n: int = 4, max_new_tokens: int | None = None
 ) -> dict[str, float]:
     """pass@1 at temperature 1 per level (and overall) on a fixed dev set of `levels`; leaves the model in train
-    mode. `max_new_tokens` defaults to the longest solution of the levels (`solution_budget`)."""
+    mode. `max_new_tokens` defaults to the longest solution of the levels (`solution_budget`). Samples on the
+    model's device."""
     problems = make_problem_set(DEV_SEED, levels, per_level)
     max_new_tokens = max_new_tokens or solution_budget(levels)
-    backend = HFBackend(model, tokenizer, device="cpu")
+    backend = HFBackend(model, tokenizer, device=str(model_device(model)))
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     outs = backend.generate(prompts, SamplingParams(n=n, temperature=1.0, max_new_tokens=max_new_tokens, seed=0))
     model.train()

@@ -33,10 +33,11 @@ from tts_engine.tasks.arith.recompute import (
 )
 
 from . import checkpoint as ckpt
-from .batching import pad_pairs
+from .batching import forward_logits, pad_pairs
 from .config import SelfCheckConfig
+from .device import model_device
 from .joint import own_samples
-from .loop import start_run, train
+from .loop import Steps, start_run, train
 from .monitor import DEV_SEED, dev_pass_at_1
 from .rederive import plant_error, wrong_value
 from .sft import sft_loss
@@ -172,33 +173,33 @@ def check_loss(model, tokenizer, prompt_config: PromptConfig, pairs, judgment_we
     ids, mask, _ = pad_pairs(queries, inputs, tokenizer.pad_token_id)  # (B, T)
     targets = torch.full_like(ids, -100)  # (B, T): the token each position should predict (-100: none)
     weights = torch.zeros(ids.shape, dtype=torch.float32)  # (B, T)
+    judged = torch.zeros((ids.shape[0], ids.shape[1] - 1), dtype=torch.bool)  # (B, T-1): the wrong written tokens
     for b, (q, _, target_ids, wrong) in enumerate(examples):
         for t, (target, bad) in enumerate(zip(target_ids, wrong)):
             if target != -100:
                 targets[b, len(q) + t] = target
                 weights[b, len(q) + t] = judgment_weight if bad else 1.0
-    logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # (B, T-1, V)
+        judged[b, len(q) - 1 : len(q) - 1 + len(wrong)] = torch.tensor(wrong)
+    logits = forward_logits(model, ids, mask)[:, :-1]  # (B, T-1, V)
+    ids, targets, weights, judged = (t.to(logits.device) for t in (ids, targets, weights, judged))
     logp = torch.log_softmax(logits, dim=-1)
     tgt = targets[:, 1:]
     picked = logp.gather(-1, tgt.clamp(min=0)[..., None])[..., 0]  # (B, T-1)
     w = weights[:, 1:]
     loss = -(picked * w).sum() / w.sum()
     written = logp.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1): log P of what the solution wrote
-    judged = torch.zeros_like(w, dtype=torch.bool)
-    for b, (q, _, _, wrong) in enumerate(examples):
-        judged[b, len(q) - 1 : len(q) - 1 + len(wrong)] = torch.tensor(wrong)
     caught = (written[judged] < -0.6931).float().mean().item() if judged.any() else float("nan")
     return loss, {"wrong_tokens": int(judged.sum()), "wrong_caught": round(caught, 3)}
 
 
 def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, rng_seed: int = 0) -> dict:
-    """The served verifier on the model's own dev samples and on planted errors: share of right solutions
-    scored >= .5, share of wrong ones scored < .5."""
+    """The served verifier on the model's own dev samples and on planted errors (on the model's device): share of
+    right solutions scored >= .5, share of wrong ones scored < .5."""
     from tts_engine.answers.rewards import solution_reward
     from tts_engine.params import SamplingParams
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
-    backend = HFBackend(model, tokenizer, device="cpu")
+    backend = HFBackend(model, tokenizer, device=str(model_device(model)))
     verifier = RecomputeVerifier(backend, prompt_config)
     prompts = [build_prompt(prompt_config, p.problem) for p in problems]
     budget = solution_budget({p.level for p in problems})
@@ -227,11 +228,16 @@ def dev_verifier_check(model, tokenizer, prompt_config: PromptConfig, problems, 
 
 def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
+    return train(*recompute_steps(config), desc="recompute", progress=progress, log=log)
+
+
+def recompute_steps(config: RecomputeConfig) -> Steps:
+    """The run (started or resumed), its step and its dev checks."""
     run = start_run(config, lambda: ckpt.load_model(config.init_dir))
     run.prompt_config = recompute_prompt_config(run.prompt_config)
     stream = ProblemStream(config.seed + run.step, config.level_tuple, config.level_weights, held_out_texts())
     rng = random.Random(config.seed * 100_003 + run.step)
-    sampler = HFBackend(run.model, run.tokenizer, device="cpu", max_batch_rows=64, prefix_cache_tokens=0)
+    sampler = HFBackend(run.model, run.tokenizer, device=run.placement.name, max_batch_rows=64, prefix_cache_tokens=0)
     dev = make_problem_set(DEV_SEED + 1, config.level_tuple, config.dev_per_level)
 
     def step():
@@ -243,8 +249,9 @@ def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -
         pairs += [(p.problem, planted_solution(p.problem, rng, config.structural_share)) for p in planted]
         run.model.train()
         prompts = [build_prompt(run.prompt_config, p.problem) for p in gen]
-        gen_loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen])
-        ver_loss, stats = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config.judgment_weight)
+        with run.placement.autocast():
+            gen_loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in gen])
+            ver_loss, stats = check_loss(run.model, run.tokenizer, run.prompt_config, pairs, config.judgment_weight)
         figures = {"gen_loss": round(gen_loss.item(), 4), "check_loss": round(ver_loss.item(), 4), **stats}
         postfix = {"gen": f"{gen_loss.item():.3f}", "check": f"{ver_loss.item():.3f}", "caught": stats["wrong_caught"]}
         return gen_loss + config.verify_weight * ver_loss, figures, postfix
@@ -257,4 +264,4 @@ def train_recompute(config: RecomputeConfig, progress: bool = True, log=print) -
         }
         return {**figures, **dev_verifier_check(run.model, run.tokenizer, run.prompt_config, dev)}
 
-    return train(run, step, dev_checks, desc="recompute", progress=progress, log=log)
+    return run, step, dev_checks

@@ -52,14 +52,17 @@ def token_policy_loss(
     clip_eps: float,
     pad_id: int,
 ) -> torch.Tensor:
-    """clipped_pg_loss on the generated tokens with a per-token advantage: per-sequence token mean, then batch mean."""
+    """clipped_pg_loss on the generated tokens with a per-token advantage: per-sequence token mean, then batch mean.
+    On the model's device; trainers call it outside autocast, as the ratio compares with the sampler's float32
+    log-probabilities."""
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, pad_id)  # (B, T)
-    new = completion_logprobs(model, ids, mask)  # (B, T)
-    old = torch.zeros_like(new)
-    adv = torch.zeros_like(new)
+    old = torch.zeros(ids.shape, dtype=torch.float32)  # (B, T)
+    adv = torch.zeros(ids.shape, dtype=torch.float32)  # (B, T)
     for b, (p, lps, a) in enumerate(zip(prompt_ids, old_logprobs, token_adv)):
         old[b, len(p) : len(p) + len(lps)] = torch.tensor(lps)
         adv[b, len(p) : len(p) + len(a)] = a
+    new = completion_logprobs(model, ids, mask)  # (B, T)
+    old, adv, comp = old.to(new.device), adv.to(new.device), comp.to(new.device)
     return clipped_pg_loss(new, old, adv, comp, clip_eps).mean()
 
 
@@ -108,8 +111,8 @@ def verification_loss(model, tokenizer, examples: list[VerifyExample], yes_id: i
     seqs = [tokenizer.encode(e.prompt, add_special_tokens=False) for e in examples]
     logits = next_token_logits(model, seqs, tokenizer.pad_token_id)  # (B, V)
     logp = torch.log_softmax(logits, dim=-1)
-    targets = torch.tensor([yes_id if e.label else no_id for e in examples])
-    weights = torch.tensor([e.weight for e in examples])
+    targets = torch.tensor([yes_id if e.label else no_id for e in examples], device=logp.device)
+    weights = torch.tensor([e.weight for e in examples], device=logp.device)
     loss = -(logp.gather(-1, targets[:, None]).squeeze(-1) * weights).sum()
     scores = torch.sigmoid(logp[:, yes_id] - logp[:, no_id]).detach()  # (B,) P(Yes)/(P(Yes)+P(No))
     return loss, scores

@@ -14,7 +14,7 @@ from tts_engine.tiny import TinyModelConfig
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs
 from .config import LoopConfig
-from .loop import start_run, train
+from .loop import Steps, start_run, train
 from .monitor import dev_pass_at_1
 
 
@@ -49,11 +49,17 @@ def sft_loss(model, tokenizer, prompts: list[str], solutions: list[str]) -> torc
     completion_ids = [enc(s) + [tokenizer.eos_token_id] for s in solutions]
     ids, mask, comp = pad_pairs(prompt_ids, completion_ids, tokenizer.pad_token_id)  # (B, T)
     logp = completion_logprobs(model, ids, mask)  # (B, T)
+    comp = comp.to(logp.device)
     return -(logp * comp).sum() / comp.sum()
 
 
 def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
+    return train(*sft_steps(config), desc="sft", progress=progress, log=log)
+
+
+def sft_steps(config: SFTConfig) -> Steps:
+    """The run (started or resumed), its step and its dev checks."""
     run = start_run(config, lambda: (*ckpt.new_model(config.model), ckpt.task_prompt_config()))
     stream = ProblemStream(config.seed, config.level_tuple, config.level_weights, held_out_texts())
     for _ in range(run.step * config.batch_size):  # replay the stream to where the run stopped
@@ -63,11 +69,12 @@ def train_sft(config: SFTConfig, progress: bool = True, log=print) -> Path:
         run.model.train()
         batch = stream.batch(config.batch_size)
         prompts = [build_prompt(run.prompt_config, p.problem) for p in batch]
-        loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in batch])
+        with run.placement.autocast():
+            loss = sft_loss(run.model, run.tokenizer, prompts, [p.solution for p in batch])
         return loss, {"loss": round(loss.item(), 4)}, {"loss": f"{loss.item():.3f}"}
 
     def dev_checks() -> dict:
         pass_at_1 = dev_pass_at_1(run.model, run.tokenizer, run.prompt_config, config.dev_per_level, config.level_tuple)
         return {"dev_pass_at_1": pass_at_1}
 
-    return train(run, step, dev_checks, desc="sft", progress=progress, log=log)
+    return run, step, dev_checks

@@ -45,6 +45,7 @@ def sequence_logprobs(role, prompts: list[str], completions: list[str]) -> tuple
     prompt_ids = [role.encode(p) for p in prompts]
     ids, mask, comp = pad_pairs(prompt_ids, [role.encode(c) for c in completions], role.pad_id)  # (B, T)
     logp = completion_logprobs(role.model, ids, mask)  # (B, T)
+    comp = comp.to(logp.device)
     return (logp * comp).sum(-1), comp.sum(-1)
 
 
@@ -57,9 +58,9 @@ def sampled_verdicts(pieces: list[str], lines) -> list[bool]:
 
 def outcome_bce(logp: torch.Tensor, lengths: torch.Tensor, truth: list[bool]) -> torch.Tensor:
     """Class-balanced binary cross-entropy of P(Yes) = exp(logp) against the outcome, per token of the transcript."""
-    right = torch.tensor(truth)
+    right = torch.tensor(truth, device=logp.device)
     nll = torch.where(right, -logp, -torch.log(-torch.expm1(logp.clamp(max=-1e-6))))  # (B,)
-    weights = torch.tensor(tr.class_weights(truth))  # (B,), sums to 1
+    weights = torch.tensor(tr.class_weights(truth), device=logp.device)  # (B,), sums to 1
     return (nll / lengths.clamp(min=1) * weights).sum()
 
 
@@ -98,9 +99,10 @@ class RecomputeTangoTrainer(TangoTrainer):
         stats = {"reward": round(batch.outcomes.mean().item(), 4), "verifier_batch_correct": sum(batch.truth)}
         if not keep:
             return {**stats, "verifier_sft_loss": None}
-        logp, lengths = sequence_logprobs(
-            self.ver, [batch.vprompts[k] for k in keep], [transcripts[k].text for k in keep]
-        )
+        with self.ver.placement.autocast():
+            logp, lengths = sequence_logprobs(
+                self.ver, [batch.vprompts[k] for k in keep], [transcripts[k].text for k in keep]
+            )
         truth = [batch.truth[k] for k in keep]
         loss = outcome_bce(logp, lengths, truth) if outcome_verdicts else -(logp.sum() / lengths.sum())
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)

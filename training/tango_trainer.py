@@ -43,6 +43,7 @@ from . import checkpoint as ckpt
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
 from .config import SampleConfig
+from .device import CPU, Placement
 from .loop import optimizer_step
 from .rl import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
 
@@ -159,14 +160,17 @@ class VerifierBatch:
 
 
 class Role:
-    """One trained model: weights, tokenizer, prompt config, optimizer, backend, and where it is saved."""
+    """One trained model: weights, tokenizer, prompt config, optimizer, backend, and where it is saved; the model
+    and its backend on `placement`'s device."""
 
-    def __init__(self, source: Path, out: Path, lr: float):
+    def __init__(self, source: Path, out: Path, lr: float, placement: Placement = CPU):
         self.model, self.tokenizer, self.prompt_config = ckpt.load_model(source)
+        self.model = placement.place(self.model)
+        self.placement = placement
         self.out = out
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=0.0)
         self.scheduler = ckpt.cosine_schedule(self.optimizer, 10**9, 5, min_ratio=1.0)  # warm-up, then constant
-        self.backend = HFBackend(self.model, self.tokenizer, device="cpu", max_batch_rows=512)
+        self.backend = HFBackend(self.model, self.tokenizer, device=placement.name, max_batch_rows=512)
         self.pad_id = self.tokenizer.pad_token_id
 
     def encode(self, text: str) -> list[int]:
@@ -193,13 +197,14 @@ class TangoTrainer:
 
     def __init__(self, config: TangoConfig):
         torch.set_num_threads(config.threads)
+        placement = Placement.of(config)
         self.config = c = config
         self.out = Path(c.out_dir)
         resume = ckpt.has_state(self.out / "generator") and ckpt.has_state(self.out / "verifier")
         gen_src = self.out / "generator" if resume else Path(c.init_dir)
         ver_src = self.out / "verifier" if resume else Path(c.verifier_init_dir or c.init_dir)
-        self.gen = Role(gen_src, self.out / "generator", c.lr)
-        self.ver = Role(ver_src, self.out / "verifier", c.verifier_lr)
+        self.gen = Role(gen_src, self.out / "generator", c.lr, placement)
+        self.ver = Role(ver_src, self.out / "verifier", c.verifier_lr, placement)
         self.step_count = 0
         if resume:
             self.step_count, _ = ckpt.load_state(self.gen.out, self.gen.optimizer, self.gen.scheduler)
@@ -290,7 +295,8 @@ class TangoTrainer:
         batch = self.verifier_batch()
         targets = self.warm_targets(batch, outcome_verdicts)
         weights = torch.tensor(tr.class_weights(batch.truth))
-        loss = weighted_sft_loss(self.ver, batch.vprompts, targets, weights)
+        with self.ver.placement.autocast():
+            loss = weighted_sft_loss(self.ver, batch.vprompts, targets, weights)
         self.ver.update(loss, lr if lr is not None else c.warmup_lr)
         return {
             "verifier_sft_loss": round(loss.item(), 4),
@@ -453,5 +459,6 @@ def weighted_sft_loss(role: Role, prompts: list[str], targets: list[Target], wei
     for b, (p, t) in enumerate(zip(prompt_ids, targets)):
         token_weights[b, len(p) : len(p) + len(t.ids)] = torch.tensor(t.weights)
     logp = completion_logprobs(role.model, ids, mask)  # (B, T)
+    token_weights, comp, weights = (t.to(logp.device) for t in (token_weights, comp, weights))
     per_example = -(logp * token_weights).sum(-1) / comp.sum(-1).clamp(min=1)  # (B,)
     return (per_example * weights).sum()

@@ -76,13 +76,21 @@ class Plan:
         return "float32" if self.dry else "bfloat16"
 
 
-SECTIONS = ("machine", "score", "vote", "kernel_tests", "generate", "solve")
-"""Run order: the kernels' figures first, the serving figures after."""
+SECTIONS = ("machine", "score", "vote", "kernel_tests", "generate", "solve", "train")
+"""Run order: the kernels' figures first, the serving figures after, training's last."""
 
 GPU_PLAN = Plan(
     dry=False,
     total_budget_s=480.0,
-    budgets_s={"machine": 60, "score": 90, "vote": 75, "kernel_tests": 150, "generate": 150, "solve": 150},
+    budgets_s={
+        "machine": 60,
+        "score": 90,
+        "vote": 75,
+        "kernel_tests": 150,
+        "generate": 150,
+        "solve": 150,
+        "train": 150,
+    },
     min_start_s=25.0,
     repeats=10,
     matmul_size=8192,
@@ -96,7 +104,7 @@ GPU_PLAN = Plan(
 DRY_PLAN = Plan(
     dry=True,
     total_budget_s=240.0,
-    budgets_s={"machine": 60, "score": 60, "vote": 60, "kernel_tests": 120, "generate": 90, "solve": 120},
+    budgets_s={"machine": 60, "score": 60, "vote": 60, "kernel_tests": 120, "generate": 90, "solve": 120, "train": 90},
     min_start_s=5.0,
     repeats=1,
     matmul_size=256,

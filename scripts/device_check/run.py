@@ -30,7 +30,7 @@ KILL_GRACE_S = 10.0
 
 def section_function(name: str):
     """The function that measures section `name`: (recorder, plan, context) -> None."""
-    from . import kernel_sections, serving_sections
+    from . import kernel_sections, serving_sections, train_sections
 
     functions = {
         "machine": kernel_sections.machine,
@@ -39,6 +39,7 @@ def section_function(name: str):
         "kernel_tests": kernel_sections.kernel_tests,
         "generate": serving_sections.generate,
         "solve": serving_sections.solve,
+        "train": train_sections.train,
     }
     return functions[name]
 
