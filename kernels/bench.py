@@ -4,11 +4,12 @@
     python -P -m tts_engine.kernels.bench --quick    # small shapes; on CPU the kernels run in the interpreter
     python -P -m tts_engine.kernels.bench --only vote --impl torch --threads 1   # CPU: curves-size reference
     python -P -m tts_engine.kernels.bench --only score --score-shape 256,1536,32000 --impl naive --impl torch
-    python -P -m tts_engine.kernels.bench --sweep    # GPU: time candidate tiles of the verifier-score kernel
+    python -P -m tts_engine.kernels.bench --sweep    # GPU: time each autotuner config of the token-score kernel
     python -P -m tts_engine.kernels.bench --aot      # any machine: compile for sm_90, report registers/spills
 
-Verifier score: naive (all logits in fp32), the chunked torch reference, and the Triton kernel, for
-V in {32k, 152k}, B in {256, 4096}, D in {1536, 3584} (bf16 on GPU, fp32 on CPU). Subset voting: the torch
+Token scores (log P(target) at T positions, one target each): naive (all logits in fp32), the chunked torch
+reference, and the Triton kernel, for V in {32k, 152k}, T in {256, 4096}, D in {1536, 3584} (bf16 on GPU,
+fp32 on CPU); scripts/device_check (the token_scores section) adds Cut Cross-Entropy and Liger-Kernel. Subset voting: the torch
 reference and the kernel for P=500, N=256, R=1000 and several k. Timings warm up first, synchronise, and
 report the median. Peak memory is torch.cuda.max_memory_allocated above the inputs, GPU only. On a CPU the
 Triton rows run in the interpreter: their figures check correctness, their times mean nothing.
@@ -68,27 +69,28 @@ def measure(fn, device: torch.device, repeats: int) -> tuple[float, float | None
 
 
 def bench_score(shapes, impls, device, repeats) -> list[Row]:
-    from .verifier_score import fused_verifier_score
-    from .verifier_score_reference import verifier_score_naive, verifier_score_reference
+    from .token_scores import token_logprobs
+    from .token_scores_reference import token_logprobs_naive, token_logprobs_reference
 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     runs = {
-        "naive": lambda h, w: verifier_score_naive(h, w, 9, 11),
-        "torch": lambda h, w: verifier_score_reference(h, w, 9, 11),
-        "triton": lambda h, w: fused_verifier_score(h, w, 9, 11, impl="triton"),
+        "naive": token_logprobs_naive,
+        "torch": token_logprobs_reference,
+        "triton": lambda h, w, t: token_logprobs(h, w, t, impl="triton"),
     }
     rows = []
-    for batch, dim, vocab in shapes:
+    for positions, dim, vocab in shapes:
         gen = torch.Generator(device=device).manual_seed(0)
-        hidden = torch.randn(batch, dim, generator=gen, device=device).to(dtype)
+        hidden = torch.randn(positions, dim, generator=gen, device=device).to(dtype)
         weight = (torch.randn(vocab, dim, generator=gen, device=device) * (4 / dim**0.5)).to(dtype)
-        shape = f"B={batch} D={dim} V={vocab} {str(dtype)[6:]}"
+        targets = torch.randint(0, vocab, (positions,), generator=gen, device=device)
+        shape = f"T={positions} D={dim} V={vocab} {str(dtype)[6:]}"
         reference = None
         for impl in impls:
-            ms, peak, (logp_yes, _) = measure(functools.partial(runs[impl], hidden, weight), device, repeats)
-            reference = logp_yes if reference is None else reference
-            error = (logp_yes - reference).abs().max().item()
-            rows.append(Row("verifier_score", shape, impl, ms, peak, f"max|dlogp|={error:.1e}"))
+            ms, peak, logp = measure(functools.partial(runs[impl], hidden, weight, targets), device, repeats)
+            reference = logp if reference is None else reference
+            error = (logp - reference).abs().max().item()
+            rows.append(Row("token_scores", shape, impl, ms, peak, f"max|dlogp|={error:.1e}"))
             print(_format(rows[-1]), flush=True)
         del hidden, weight
     return rows
@@ -147,39 +149,33 @@ def print_table(rows: list[Row], device: torch.device) -> None:
 
 
 def sweep_score_tiles(device, repeats) -> list[Row]:
-    """Time candidate GPU tiles of the verifier-score kernel at B=4096, D=3584, V=152k and B=256."""
-    from .verifier_score import ScoreTiles, verifier_score_triton
+    """Time every autotuner config of the token-score kernel at T=4096 and T=256, D=3584, V=152k, bf16."""
+    from .token_scores import GPU_TILES_16BIT, TokenTiles, token_logprobs_triton
 
-    candidates = [
-        (128, 128, 32, 8),
-        (128, 128, 64, 8),
-        (64, 128, 32, 8),
-        (64, 128, 64, 4),
-        (128, 256, 32, 8),
-        (128, 64, 64, 4),
-    ]
     rows = []
-    for batch in (4096, 256):
-        hidden = torch.randn(batch, 3584, device=device, dtype=torch.bfloat16)
+    for positions in (4096, 256):
+        hidden = torch.randn(positions, 3584, device=device, dtype=torch.bfloat16)
         weight = (torch.randn(152_064, 3584, device=device) / 15).to(torch.bfloat16)
-        for block_b, block_v, block_d, warps in candidates:
-            for stages in (2, 3, 4):
-                tiles = ScoreTiles(block_b, block_v, block_d, warps, stages, target_programs=4 * 132)
-                run = lambda: verifier_score_triton(hidden, weight, 9, 11, tiles)  # noqa: E731
-                ms, peak, _ = measure(run, device, repeats)
-                shape = f"B={batch} {block_b}x{block_v}x{block_d} w{warps} s{stages}"
-                rows.append(Row("score_tiles", shape, "triton", ms, peak, ""))
-                print(_format(rows[-1]), flush=True)
+        targets = torch.randint(0, 152_064, (positions, 1), device=device)
+        for block_t, block_v, block_d, warps, stages in GPU_TILES_16BIT:
+            tiles = TokenTiles(block_t, block_v, block_d, warps, stages)
+            run = functools.partial(token_logprobs_triton, hidden, weight, targets, tiles=tiles)
+            ms, peak, _ = measure(run, device, repeats)
+            shape = f"T={positions} {block_t}x{block_v}x{block_d} w{warps} s{stages}"
+            rows.append(Row("score_tiles", shape, "triton", ms, peak, ""))
+            print(_format(rows[-1]), flush=True)
     return rows
 
 
 def print_aot_report() -> None:
-    """Registers, spills, shared memory and wgmma use of the launchers' GPU tiles, compiled for sm_90."""
-    from .aot import subset_vote_report, verifier_score_report
+    """Registers, spills, shared memory, wgmma and pipelining of every GPU config, compiled for sm_90."""
+    from .aot import subset_vote_report, token_scores_report
+    from .token_scores import GPU_TILES_16BIT, GPU_TILES_FP32, TokenTiles
 
-    for dtype in (torch.bfloat16, torch.float16, torch.float32):
-        for batch in (1, 256, 4096):
-            print(f"verifier_score {str(dtype)[6:]:<9} B={batch:<5} {verifier_score_report(dtype, batch)}")
+    for dtype, table in ((torch.bfloat16, GPU_TILES_16BIT), (torch.float32, GPU_TILES_FP32)):
+        for tiles in table:
+            report = token_scores_report(dtype, TokenTiles(*tiles))
+            print(f"token_scores {str(dtype)[6:]:<9} {'x'.join(map(str, tiles[:3]))} w{tiles[3]} s{tiles[4]} {report}")
     for width, is_mask in ((1, False), (16, False), (64, False), (256, False), (256, True), (1024, True)):
         report = subset_vote_report(1000, width, is_mask)
         print(f"subset_vote    width={width:<5} mask={is_mask!s:<5} {report}")
@@ -196,12 +192,12 @@ def main(argv: list[str] | None = None) -> None:
         help="implementations to run (repeatable; default: all that apply)",
     )
     parser.add_argument("--repeats", type=int, help="timed calls per row (default 10 on GPU, 2 on CPU)")
-    parser.add_argument("--sweep", action="store_true", help="GPU: time candidate verifier-score tiles")
+    parser.add_argument("--sweep", action="store_true", help="GPU: time each token-score kernel config")
     parser.add_argument(
         "--score-shape",
         action="append",
-        metavar="B,D,V",
-        help="verifier-score shape instead of the defaults (repeatable)",
+        metavar="T,D,V",
+        help="token-score shape (T,D,V) instead of the defaults (repeatable)",
     )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--aot", action="store_true", help="compile for sm_90 and report resources")

@@ -1,4 +1,5 @@
-"""Sections of the check for the machine and the kernels: ceilings, verifier score, subset vote, tests.
+"""Sections of the check for the machine and the kernels: ceilings, verifier score, token scores beside Cut
+Cross-Entropy and Liger-Kernel, subset vote, tests.
 
 Timing and peak memory come from tts_engine.kernels.bench.measure (one warm-up call, synchronised, the
 median of the timed calls; peak memory above what was allocated before, GPU only).
@@ -102,7 +103,7 @@ def _copy_gbps(plan: Plan, device) -> float:
 
 
 def score(rec: Recorder, plan: Plan, context: dict) -> None:
-    """fused_verifier_score (Triton) vs the chunked torch reference and the naive full-logits way."""
+    """fused_verifier_score (the token-score kernel at K = 2) vs the chunked torch reference and the naive way."""
     import torch
 
     device = torch.device(plan.device)
@@ -122,7 +123,7 @@ def _score_shape(rec: Recorder, plan: Plan, device, batch: int, dim: int, vocab:
 
     from tts_engine.kernels import fused_verifier_score
     from tts_engine.kernels.bench import measure
-    from tts_engine.kernels.verifier_score_reference import verifier_score_naive, verifier_score_reference
+    from tts_engine.kernels.token_scores_reference import token_logprobs_naive, token_logprobs_reference
 
     dtype = getattr(torch, plan.score_dtype)
     gen = torch.Generator(device=device).manual_seed(batch + dim)
@@ -130,16 +131,15 @@ def _score_shape(rec: Recorder, plan: Plan, device, batch: int, dim: int, vocab:
     weight = (torch.randn(vocab, dim, generator=gen, device=device) * (4 / dim**0.5)).to(dtype)  # (V, D)
     no_id = vocab + NO_ID
     want = float64_logp(hidden, weight, (YES_ID, no_id))  # (2, B)
+    pair = torch.tensor([YES_ID, no_id], device=device).expand(batch, 2)  # (B, 2): the torch ways' targets
     runs = {
-        "triton": functools.partial(fused_verifier_score, impl="triton"),
-        "reference": verifier_score_reference,
-        "naive": verifier_score_naive,
+        "triton": functools.partial(fused_verifier_score, hidden, weight, YES_ID, no_id, impl="triton"),
+        "reference": lambda: token_logprobs_reference(hidden, weight, pair).T,
+        "naive": lambda: token_logprobs_naive(hidden, weight, pair).T,
     }
     got = {}
     for impl, fn in runs.items():
-        ms, peak, (logp_yes, logp_no) = measure(
-            functools.partial(fn, hidden, weight, YES_ID, no_id), device, plan.repeats
-        )
+        ms, peak, (logp_yes, logp_no) = measure(fn, device, plan.repeats)
         error = (torch.stack([logp_yes, logp_no]).double() - want).abs().max().item()
         got[impl] = {"ms": ms, "peak_mb": peak, "max_abs_error": error}
         rec.row(
@@ -204,17 +204,234 @@ def _score_figures(rec: Recorder, batch, dim, vocab, dtype, got: dict, copy_gbps
     )
 
 
-def float64_logp(hidden, weight, ids, rows_per_block: int = 1024):
-    """(len(ids), B) float64 log-probabilities of `ids` under softmax(hidden @ weight.T), in row blocks."""
+COMPARE_WHEELS = REPO / "wheels" / "compare"
+"""Where the token_scores section finds the wheels of the two libraries it races (pure Python + Triton, no
+build step; the GPU machine has no network). Put them there on a machine with network, once:
+
+    python -m pip download --no-deps --only-binary=:all: -d wheels/compare \\
+        cut-cross-entropy==25.1.1 liger-kernel==0.8.5
+
+(about 0.9 MB; wheels/ is git-ignored and travels with `carry: ["wheels"]`, as the check's own wheels do;
+`bash scripts/device_check.sh --prepare` leaves this sub-folder alone). The section installs them with pip
+(--no-index --no-deps) into COMPARE_SITE and imports them from there; without them it measures the rest
+and notes that the two were not run."""
+COMPARE_SITE = Path("/tmp/device_check_compare")
+ERROR_ROWS = 512
+"""The max |error| against float64 is taken over the first and the last ERROR_ROWS positions (float64 logits
+of all 65,536 positions would take 80 GB)."""
+NAIVE_MEMORY_SHARE = 0.6
+"""The naive way (bf16 logits, their float32 copy and its log-softmax: 10 bytes per logit) is skipped when it
+would need more than this share of the free GPU memory (T = 65,536 at V = 151,936: 100 GB)."""
+TOKEN_ERROR_GOAL = 2e-4
+TOKEN_MEMORY_GOAL = 2.0
+GPU_TOKEN_SHAPES = tuple((t, d, 151_936) for t in (4096, 65536, 256) for d in (896, 1536, 3584))
+"""(T, D, V) of the token_scores section on the GPU (issue 42), bf16; T = 4096 first, whose goals are the
+tightest, and T = 256 last. Measured: ~25 s per T = 65,536 shape (5 ways x 11 calls, float64 of 1024 rows)
+plus the autotuner's and Cut Cross-Entropy's compiles (estimated, not yet run: 300 s is the section's limit)."""
+DRY_TOKEN_SHAPES = ((200, 64, 3001), (33, 40, 1000))
+"""(T, D, V) of the dry run: CPU, float32, the kernel in Triton's interpreter; the two rivals need CUDA."""
+
+
+def token_scores(rec: Recorder, plan: Plan, context: dict) -> None:
+    """token_logprobs (Triton) beside Cut Cross-Entropy, Liger-Kernel, the naive and the chunked torch ways.
+
+    Per shape (T positions, D, V; bf16 on the GPU, float32 in the dry run), each way's median time of
+    plan.repeats calls after a warm-up (ours autotunes in it), peak memory above the inputs, and max |error|
+    of log P(target) against float64; ours beside the compute floor 2TDV at 790 TFLOP/s. Goals (issue 42):
+    faster than Cut Cross-Entropy at every shape, within 1.3x of the floor at T >= 4096, peak memory within 2x
+    of Cut Cross-Entropy's, error within 2e-4. Shapes run in plan order until the section's time runs out.
+    """
+    import torch
+
+    device = torch.device(plan.device)
+    rivals = _rivals(rec, plan)
+    for positions, dim, vocab in DRY_TOKEN_SHAPES if plan.dry else GPU_TOKEN_SHAPES:
+        if rec.time_left() < 20:
+            rec.note(f"skipped T={positions} D={dim} V={vocab}: section time ran out")
+            continue
+        with rec.step(f"tokens T={positions} D={dim} V={vocab}"):
+            _token_shape(rec, plan, device, positions, dim, vocab, rivals)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _rivals(rec: Recorder, plan: Plan) -> dict:
+    """name -> (fn(hidden, weight, targets), sign of its result as a log-prob, why it cannot run or None)."""
+    from tts_engine.kernels import token_logprobs
+    from tts_engine.kernels.token_scores_reference import token_logprobs_naive, token_logprobs_reference
+
+    cce = liger = None
+    why_cce = why_liger = "needs CUDA (dry run)" if plan.dry else None
+    if not plan.dry:
+        why = _install_compare_wheels(rec)
+        why_cce = why_liger = why
+        if why is None:
+            try:
+                from cut_cross_entropy import linear_cross_entropy
+
+                cce = functools.partial(linear_cross_entropy, reduction="none")
+            except Exception as err:  # noqa: BLE001 - recorded; the other ways still run
+                why_cce = f"import failed: {type(err).__name__}: {err}"
+            try:
+                from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
+
+                liger = functools.partial(liger_fused_linear_cross_entropy, reduction="none")
+            except Exception as err:  # noqa: BLE001
+                why_liger = f"import failed: {type(err).__name__}: {err}"
+    return {
+        "ours": (functools.partial(token_logprobs, impl="triton"), 1.0, None),
+        "cut_cross_entropy": (cce, -1.0, why_cce),
+        "liger_kernel": (liger, -1.0, why_liger),
+        "naive": (token_logprobs_naive, 1.0, None),
+        "chunked": (token_logprobs_reference, 1.0, None),
+    }
+
+
+def _install_compare_wheels(rec: Recorder) -> str | None:
+    """Install the carried wheels of Cut Cross-Entropy and Liger-Kernel; None, or why they are missing."""
+    wheels = sorted(COMPARE_WHEELS.glob("*.whl"))
+    if not wheels:
+        rec.note(f"no wheels in {COMPARE_WHEELS}: Cut Cross-Entropy and Liger-Kernel not run (COMPARE_WHEELS says how)")
+        return f"no wheels in {COMPARE_WHEELS.relative_to(REPO)}"
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+    command += ["--upgrade", "--target", str(COMPARE_SITE), *map(str, wheels)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        rec.note(f"pip could not install {[w.name for w in wheels]}: {done.stderr[-400:]}")
+        return "pip install failed"
+    sys.path.insert(0, str(COMPARE_SITE))
+    rec.info(compare_wheels=[w.name for w in wheels])
+    return None
+
+
+def _token_shape(rec: Recorder, plan: Plan, device, positions: int, dim: int, vocab: int, rivals: dict) -> None:
+    import torch
+
+    from tts_engine.kernels.bench import measure
+
+    dtype = getattr(torch, plan.score_dtype)
+    gen = torch.Generator(device=device).manual_seed(positions + dim)
+    hidden = torch.randn(positions, dim, generator=gen, device=device).to(dtype)  # (T, D)
+    weight = (torch.randn(vocab, dim, generator=gen, device=device) * (4 / dim**0.5)).to(dtype)  # (V, D)
+    targets = torch.randint(0, vocab, (positions,), generator=gen, device=device)  # (T,)
+    targets[0], targets[-1] = 0, vocab - 1  # the vocabulary's edges
+    rows = torch.cat(
+        [torch.arange(min(positions, ERROR_ROWS)), torch.arange(max(0, positions - ERROR_ROWS), positions)]
+    )
+    rows = rows.unique().to(device)
+    want = float64_logp(hidden[rows], weight, None, targets=targets[rows])  # (len(rows),)
+    shape = f"T={positions} D={dim} V={vocab}"
+    got = {}
+    for name, (fn, sign, why) in rivals.items():
+        if why is None and name == "naive" and device.type == "cuda":
+            need = positions * vocab * 10
+            free = torch.cuda.mem_get_info(device)[0]
+            if need > NAIVE_MEMORY_SHARE * free:
+                why = f"needs {need / 2**30:.0f} GiB of logits, {free / 2**30:.0f} GiB free"
+        if why is not None:
+            rec.row(op="token_scores", shape=shape, dtype=plan.score_dtype, impl=name, skipped=why)
+            got[name] = None
+            continue
+        with torch.inference_mode():
+            ms, peak, out = measure(functools.partial(fn, hidden, weight, targets), device, plan.repeats)
+        error = (sign * out.float()[rows].double() - want).abs().max().item()
+        got[name] = {"ms": ms, "peak_mb": peak, "max_abs_error": error}
+        extra = {"config": _autotuned_config()} if name == "ours" and device.type == "cuda" else {}
+        rec.row(
+            op="token_scores",
+            shape=shape,
+            dtype=plan.score_dtype,
+            impl=name,
+            ms=ms,
+            peak_mb=peak,
+            max_abs_error=error,
+            **extra,
+        )
+        del out
+    _token_figures(rec, shape, positions, dim, vocab, got)
+
+
+def _autotuned_config() -> str | None:
+    """The config the autotuner chose for the last call of the token-score kernel."""
+    from tts_engine.kernels.token_scores import _build_kernels
+
+    best = getattr(_build_kernels(False)[2], "best_config", None)
+    return None if best is None else str(best)
+
+
+def _token_figures(rec: Recorder, shape: str, positions: int, dim: int, vocab: int, got: dict) -> None:
+    flops = 2 * positions * dim * vocab
+    floor_ms = flops / (PEAK_BF16_TFLOPS * 1e12) * 1e3
+    ours, cce = got["ours"], got["cut_cross_entropy"]
+
+    def others(key: str, unit: str) -> str:
+        return ", ".join(
+            f"{name} {'-' if got[name] is None or got[name][key] is None else f'{got[name][key]:.3g} {unit}'}"
+            for name in got
+            if name != "ours"
+        )
+
+    floor_ratio = ratio(ours["ms"], floor_ms)
+    tflops = flops / (ours["ms"] * 1e-3) / 1e12
+    big = positions >= 4096
+    rec.figure(
+        f"tokens {shape}: ours vs floor",
+        ours["ms"],
+        "ms",
+        baseline="compute floor at 790 TFLOP/s",
+        baseline_value=floor_ms,
+        goal=f"<= {SCORE_FLOOR_GOAL}x floor" if big else None,
+        met=(floor_ratio is not None and floor_ratio <= SCORE_FLOOR_GOAL) if big else None,
+        note=f"{tflops:.1f} TFLOP/s = {tflops / PEAK_BF16_TFLOPS:.2f} of 790",
+    )
+    rec.figure(
+        f"tokens {shape}: ours vs Cut Cross-Entropy",
+        ours["ms"],
+        "ms",
+        baseline="Cut Cross-Entropy",
+        baseline_value=None if cce is None else cce["ms"],
+        goal=None if cce is None else "faster",
+        met=None if cce is None else ours["ms"] < cce["ms"],
+        note=others("ms", "ms"),
+    )
+    if ours["peak_mb"] is not None:
+        rec.figure(
+            f"tokens {shape}: peak memory",
+            ours["peak_mb"],
+            "MB",
+            baseline="Cut Cross-Entropy",
+            baseline_value=None if cce is None else cce["peak_mb"],
+            goal=None if cce is None else f"<= {TOKEN_MEMORY_GOAL:g}x Cut Cross-Entropy",
+            met=None if cce is None else ours["peak_mb"] <= TOKEN_MEMORY_GOAL * max(cce["peak_mb"], 1e-3),
+            note=others("peak_mb", "MB"),
+        )
+    rec.figure(
+        f"tokens {shape}: max |error| vs float64",
+        ours["max_abs_error"],
+        "logp",
+        baseline="Cut Cross-Entropy" if cce is not None else "chunked torch",
+        baseline_value=(cce or got["chunked"])["max_abs_error"],
+        goal=f"<= {TOKEN_ERROR_GOAL:g}",
+        met=ours["max_abs_error"] <= TOKEN_ERROR_GOAL,
+        note=others("max_abs_error", ""),
+    )
+
+
+def float64_logp(hidden, weight, ids, rows_per_block: int = 1024, targets=None):
+    """float64 log-probabilities under softmax(hidden @ weight.T), in row blocks: (len(ids), B) of the fixed
+    token `ids`, or (B,) of each row's own target when `targets` (B,) is given."""
     import torch
 
     weight64 = weight.double()
     parts = []
     for b0 in range(0, hidden.shape[0], rows_per_block):
         logits = hidden[b0 : b0 + rows_per_block].double() @ weight64.T  # (rows, V)
-        logp = logits[:, list(ids)] - torch.logsumexp(logits, dim=1, keepdim=True)  # (rows, len(ids))
-        parts.append(logp.T)
-    return torch.cat(parts, dim=1)
+        lse = torch.logsumexp(logits, dim=1, keepdim=True)  # (rows, 1)
+        if targets is None:
+            parts.append((logits[:, list(ids)] - lse).T)  # (len(ids), rows)
+        else:
+            parts.append((logits.gather(1, targets[b0 : b0 + rows_per_block, None].long()) - lse)[:, 0])
+    return torch.cat(parts, dim=-1)
 
 
 def vote(rec: Recorder, plan: Plan, context: dict) -> None:

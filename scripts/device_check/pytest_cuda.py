@@ -27,7 +27,12 @@ import sys
 
 import pytest
 
-ENTRY_POINTS = {"fused_verifier_score": "impl", "subset_vote": "impl", "verifier_score_triton": None}
+ENTRY_POINTS = {
+    "fused_verifier_score": "impl",
+    "subset_vote": "impl",
+    "token_logprobs": "impl",
+    "token_logprobs_triton": None,
+}
 """Kernel entry point -> the keyword that must be "triton" for the call to be moved (None: every call)."""
 CPU_ONLY = {
     "test_triton_on_cpu_without_interpreter_says_how": "checks the error for CPU tensors without the interpreter",
