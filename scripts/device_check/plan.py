@@ -76,8 +76,9 @@ class Plan:
         return "float32" if self.dry else "bfloat16"
 
 
-SECTIONS = ("machine", "score", "vote", "kernel_tests", "generate", "solve", "train")
-"""Run order: the kernels' figures first, the serving figures after, training's last."""
+SECTIONS = ("machine", "score", "vote", "kernel_tests", "generate", "solve", "train", "token_scores")
+"""Run order: the kernels' figures first, the serving figures after, training's, then the token-score race
+(issue 42; it takes what is left of the budget: alone, `--only token_scores`)."""
 
 GPU_PLAN = Plan(
     dry=False,
@@ -90,6 +91,7 @@ GPU_PLAN = Plan(
         "generate": 150,
         "solve": 150,
         "train": 150,
+        "token_scores": 300,
     },
     min_start_s=25.0,
     repeats=10,
@@ -104,7 +106,16 @@ GPU_PLAN = Plan(
 DRY_PLAN = Plan(
     dry=True,
     total_budget_s=240.0,
-    budgets_s={"machine": 60, "score": 60, "vote": 60, "kernel_tests": 120, "generate": 90, "solve": 120, "train": 90},
+    budgets_s={
+        "machine": 60,
+        "score": 60,
+        "vote": 60,
+        "kernel_tests": 120,
+        "generate": 90,
+        "solve": 120,
+        "train": 90,
+        "token_scores": 90,
+    },
     min_start_s=5.0,
     repeats=1,
     matmul_size=256,
@@ -125,5 +136,5 @@ DRY_PLAN = Plan(
     gen_max_new_tokens=8,
     gen_repeats=1,
     solve_args=("--limit", "2", "--n", "2", "--max-new-tokens", "24"),
-    test_select="B1 or constructed_ties or accuracy_is_mean",
+    test_select="B1 or T1 or constructed_ties or accuracy_is_mean",
 )

@@ -40,6 +40,7 @@ def section_function(name: str):
         "generate": serving_sections.generate,
         "solve": serving_sections.solve,
         "train": train_sections.train,
+        "token_scores": kernel_sections.token_scores,
     }
     return functions[name]
 
