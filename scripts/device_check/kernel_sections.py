@@ -226,8 +226,12 @@ TOKEN_ERROR_GOAL = 2e-4
 TOKEN_MEMORY_GOAL = 2.0
 GPU_TOKEN_SHAPES = tuple((t, d, 151_936) for t in (4096, 65536, 256) for d in (896, 1536, 3584))
 """(T, D, V) of the token_scores section on the GPU (issue 42), bf16; T = 4096 first, whose goals are the
-tightest, and T = 256 last. Measured: ~25 s per T = 65,536 shape (5 ways x 11 calls, float64 of 1024 rows)
-plus the autotuner's and Cut Cross-Entropy's compiles (estimated, not yet run: 300 s is the section's limit)."""
+tightest, and T = 256 last. Not yet run on a GPU: the 300 s limit is an estimate (5 ways x 11 calls per shape,
+~1 s per call of the slowest way at T = 65,536, D = 3584, plus the autotuner's and Cut Cross-Entropy's
+compiles); shapes past the limit are noted as skipped."""
+CHUNK_ROWS = 2048
+"""Rows per chunk of the chunked torch way: the naive way on 2048 positions at a time (2048 x 151,936 logits
+in bf16, float32 and its log-softmax: 3 GB at most)."""
 DRY_TOKEN_SHAPES = ((200, 64, 3001), (33, 40, 1000))
 """(T, D, V) of the dry run: CPU, float32, the kernel in Triton's interpreter; the two rivals need CUDA."""
 
@@ -235,7 +239,8 @@ DRY_TOKEN_SHAPES = ((200, 64, 3001), (33, 40, 1000))
 def token_scores(rec: Recorder, plan: Plan, context: dict) -> None:
     """token_logprobs (Triton) beside Cut Cross-Entropy, Liger-Kernel, the naive and the chunked torch ways.
 
-    Per shape (T positions, D, V; bf16 on the GPU, float32 in the dry run), each way's median time of
+    The naive way is `log_softmax((h @ W.T).float()).gather` (skipped where its logits would not fit), the
+    chunked one the same over CHUNK_ROWS positions at a time. Per shape (T positions, D, V; bf16 on the GPU, float32 in the dry run), each way's median time of
     plan.repeats calls after a warm-up (ours autotunes in it), peak memory above the inputs, and max |error|
     of log P(target) against float64; ours beside the compute floor 2TDV at 790 TFLOP/s. Goals (issue 42):
     faster than Cut Cross-Entropy at every shape, within 1.3x of the floor at T >= 4096, peak memory within 2x
@@ -258,7 +263,7 @@ def token_scores(rec: Recorder, plan: Plan, context: dict) -> None:
 def _rivals(rec: Recorder, plan: Plan) -> dict:
     """name -> (fn(hidden, weight, targets), sign of its result as a log-prob, why it cannot run or None)."""
     from tts_engine.kernels import token_logprobs
-    from tts_engine.kernels.token_scores_reference import token_logprobs_naive, token_logprobs_reference
+    from tts_engine.kernels.token_scores_reference import token_logprobs_naive
 
     cce = liger = None
     why_cce = why_liger = "needs CUDA (dry run)" if plan.dry else None
@@ -283,8 +288,22 @@ def _rivals(rec: Recorder, plan: Plan) -> dict:
         "cut_cross_entropy": (cce, -1.0, why_cce),
         "liger_kernel": (liger, -1.0, why_liger),
         "naive": (token_logprobs_naive, 1.0, None),
-        "chunked": (token_logprobs_reference, 1.0, None),
+        "chunked": (_chunked_naive, 1.0, None),
     }
+
+
+def _chunked_naive(hidden, weight, targets):
+    """The torch way with bounded memory: log_softmax((h @ W.T).float()).gather on CHUNK_ROWS rows at a time."""
+    import torch
+
+    from tts_engine.kernels.token_scores_reference import token_logprobs_naive
+
+    return torch.cat(
+        [
+            token_logprobs_naive(hidden[t0 : t0 + CHUNK_ROWS], weight, targets[t0 : t0 + CHUNK_ROWS])
+            for t0 in range(0, hidden.shape[0], CHUNK_ROWS)
+        ]
+    )
 
 
 def _install_compare_wheels(rec: Recorder) -> str | None:
