@@ -39,6 +39,8 @@ class CurveOptions:
     e.g. --only verifier_yes_no --only likelihood."""
     no_plots: bool = False
     """Only curves.json and curves.csv."""
+    all: bool = False
+    """Print every strategy's rows (every aggregation over every score kind), not only the headline rows."""
 
     def __post_init__(self) -> None:
         if self.num_subsets < 1:
@@ -120,11 +122,11 @@ def _default_labels(paths: Sequence[str | Path]) -> list[str]:
     return [f"{Path(p).parent.name}/{Path(p).stem}" for p in paths]
 
 
-def _echo_report(curves: list[dict[str, Any]], out: Path) -> None:
+def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = False) -> None:
     from .report import format_table
 
     for c in curves:
-        click.echo(format_table(c))
+        click.echo(format_table(c, every_row))
         click.echo("")
     written = sorted(p.name for p in out.iterdir() if p.suffix in (".json", ".csv", ".png"))
     click.echo(f"wrote {', '.join(written)} to {out}")
@@ -167,7 +169,7 @@ def curve(results, out, labels, **settings):
         plots=not o.no_plots,
         only=o.only,
     )
-    _echo_report(curves, Path(out))
+    _echo_report(curves, Path(out), o.all)
 
 
 @click.command(cls=Command)
@@ -212,7 +214,7 @@ def bench(**settings):
         num_bins=curve_options.num_bins,
         vote_impl=curve_options.vote_impl,
     )
-    _echo_report(curves, out_dir)
+    _echo_report(curves, out_dir, curve_options.all)
 
 
 for _param in curve.params:  # `--out` named the folder before `--out-dir` did

@@ -26,7 +26,7 @@ from tts_engine.steps import split_steps
 from tts_engine.tasks.arith.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.tasks.arith.recompute import SCORE_KIND
 from tts_engine.verifiers.base import score_each_text_once
-from tts_engine.verifiers.process import AGGREGATIONS, aggregate_steps
+from tts_engine.verifiers.process import PROCESS_HEADLINES, aggregate_steps
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -231,7 +231,7 @@ class RecomputeAsProcess:
                 whole = score.scores[SCORE_KIND]
                 steps = score.step_scores or [whole]
                 score.scores = {"process_final": whole, "process": whole}
-                score.scores.update({f"process_{how}": aggregate_steps(steps, how) for how in AGGREGATIONS[1:]})
+                score.scores.update({f"process_{how}": aggregate_steps(steps, how) for how in PROCESS_HEADLINES[1:]})
         return rows
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tts_engine.aggregate import vote_classes
+from tts_engine.aggregate import CURVE_AGGREGATIONS, aggregation_keys, vote_classes
 
 
 def loop_vote_accuracy(
     class_ids: np.ndarray, class_correct: np.ndarray, scores: dict[str, np.ndarray], subsets: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Same contract as voting.vote_accuracy, one subset at a time."""
-    names = ["majority"] + [f"{s}:{kind}" for kind in scores for s in ("weighted", "best_of_n")]
+    names = aggregation_keys(list(scores), CURVE_AGGREGATIONS)
     out = {name: np.zeros(class_ids.shape[0]) for name in names}
     for p in range(class_ids.shape[0]):
         for name, value in _problem_accuracy(class_ids[p], class_correct[p], scores, p, subsets[p]).items():
@@ -28,10 +28,9 @@ def _problem_accuracy(classes, correct, scores, p, subsets) -> dict[str, float]:
     for subset in subsets:
         chosen = sorted(int(i) for i in subset)
         ids = [int(classes[i]) for i in chosen]
-        plan = [("majority", "majority", None)] + [
-            (f"{s}:{kind}", s, kind) for kind in scores for s in ("weighted", "best_of_n")
-        ]
-        for name, strategy, kind in plan:
+        for name in aggregation_keys(list(scores), CURVE_AGGREGATIONS):
+            strategy, _, kind = name.partition(":")
+            kind = kind or None
             values = None if kind is None else [_score(scores[kind][p, i]) for i in chosen]
             winner = vote_classes(strategy, ids, values).answer_class
             hits[name] = hits.get(name, 0) + int(winner >= 0 and bool(correct[winner]))

@@ -58,16 +58,41 @@ def write_csv(curves: list[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
-def format_table(c: dict[str, Any]) -> str:
-    """Accuracy per k, efficiency ratios and verifier metrics of one curve set, as plain text."""
+def shown_strategies(c: dict[str, Any], every_row: bool) -> list[str]:
+    """The strategies a table prints: every one, or pass@k and the summary's headline rows (majority, the
+    headline kind's weighted and best-of-N, the likelihood baseline, the best confidence kind) at k = N."""
+    if every_row:
+        return list(c["strategies"])
+    from tts_engine.summary import headline_rows
+
+    at_n = {name: entry["accuracy"][-1] for name, entry in c["strategies"].items() if name != "pass@k"}
+    return ["pass@k", *headline_rows(at_n, headline_of(c))]
+
+
+def headline_of(c: dict[str, Any]) -> str | None:
+    """The run's headline score kind (`run.headline_kind`; results of earlier versions: the first verifier,
+    process or step kind)."""
+    named = c["run"].get("headline_kind")
+    if named:
+        return named
+    kinds = [name.split(":", 1)[1] for name in c["strategies"] if name.startswith("weighted:")]
+    return next((k for k in kinds if k.startswith(("verifier_", "process", "step_"))), None)
+
+
+def format_table(c: dict[str, Any], every_row: bool = False) -> str:
+    """Accuracy per k, efficiency ratios and verifier metrics of one curve set, as plain text: the headline
+    strategies, or `every_row`."""
     ks = c["k"]
-    width = max(30, *(len(strategy_label(n)) + 2 for n in c["strategies"]))
+    shown = shown_strategies(c, every_row)
+    width = max(30, *(len(strategy_label(n)) + 2 for n in shown))
     lines = [
         f"== {c['label']}: {c['run'].get('model', 'unknown model')}, {c['num_problems_scored']} problems "
         f"with a reference, N = {c['num_samples']}, R = {c['num_subsets']} subsets per k",
         f"{'accuracy at k samples':<{width}}" + "".join(f"{k:>8}" for k in ks) + f"{'s.e.@N':>8}",
     ]
     for name, entry in c["strategies"].items():
+        if name not in shown:
+            continue
         lines.append(
             f"{strategy_label(name):<{width}}"
             + "".join(f"{a:>8.3f}" for a in entry["accuracy"])
@@ -82,6 +107,8 @@ def format_table(c: dict[str, Any]) -> str:
     )
     lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
+        if name not in shown:
+            continue
         samples, tokens = axes["samples"], axes["tokens"]
         slack = f"within {samples['tolerance']:.2g} (2 s.e. of the subsets)" if samples.get("tolerance") else ""
         note = "; ".join(text for text in (slack, samples["note"]) if text)
@@ -89,7 +116,9 @@ def format_table(c: dict[str, Any]) -> str:
             f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
             f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {note}"
         )
-    lines.extend(format_groups(c))
+    if len(shown) < len(c["strategies"]):
+        lines.append(f"({len(c['strategies']) - len(shown)} more strategies with --all; every one is in curves.json)")
+    lines.extend(format_groups(c, shown))
     lines.extend(format_kinds(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
     lines.extend(format_verifier_groups(c.get("verifier_groups") or {}))
@@ -107,11 +136,12 @@ def format_kinds(c: dict[str, Any]) -> list[str]:
     return ["score kinds:"] + [f"  {kind}: {catalogue[kind].meaning}" for kind in known] if known else []
 
 
-def format_groups(c: dict[str, Any]) -> list[str]:
-    """Accuracy at k = N of every strategy per value of each breakdown field (level, subject, ...)."""
+def format_groups(c: dict[str, Any], names: list[str] | None = None) -> list[str]:
+    """Accuracy at k = N of the strategies `names` (default all) per value of each breakdown field (level,
+    subject, ...)."""
     if not c["groups"]:
         return []
-    names = list(c["strategies"])
+    names = list(c["strategies"]) if names is None else names
     short = {
         name: name.replace("best_of_n", "bon").replace("weighted", "w").replace("verifier_", "v_") for name in names
     }

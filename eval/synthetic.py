@@ -78,7 +78,7 @@ def _problem(i, n, rng, separation, no_answer_rate, tail_rate, text_chars, score
         "prompt": f"Solve problem {i}.",
         "samples": samples,
         "classes": classes,
-        "strategies": {},
+        "aggregations": {},
         "compute": {
             "prompt_tokens": 40,
             "generated_tokens": int(tokens.sum()),

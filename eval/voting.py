@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-STRATEGY_FIELDS = ("majority", "weighted", "best_of_n")
+from tts_engine.aggregate import CURVE_AGGREGATIONS, aggregation_keys
+
 ELEMENTS_PER_CALL = 1 << 22
 """Problems go to the kernel in chunks of at most this many subset entries (P x R x k), bounding memory."""
 
 
 def strategy_names(score_kinds: list[str]) -> list[str]:
     """`majority`, then `weighted:<kind>` and `best_of_n:<kind>` for every score kind (results-format keys)."""
-    return ["majority"] + [f"{s}:{kind}" for kind in score_kinds for s in ("weighted", "best_of_n")]
+    return aggregation_keys(score_kinds, CURVE_AGGREGATIONS)
 
 
 def vote_accuracy(
@@ -44,7 +45,7 @@ def vote_accuracy(
         values = np.zeros(class_ids.shape) if kind is None else np.nan_to_num(scores[kind], nan=0.0)
         values = torch.from_numpy(values.astype(np.float32)).to(device)
         votes = subset_vote(ids, values, chosen, correct, impl=impl)
-        accuracy = {name: np.asarray(votes.accuracy[name].cpu(), dtype=np.float64) for name in STRATEGY_FIELDS}
+        accuracy = {name: np.asarray(votes.accuracy[name].cpu(), dtype=np.float64) for name in CURVE_AGGREGATIONS}
         if position == 0:
             out["majority"] = accuracy["majority"]
         if kind is not None:

@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from tts_engine.adaptive import AdaptiveConfig, confidence_key, parse_budgets
 from tts_engine.engine import Engine
 from tts_engine.models import default_model_path, default_problems_path
 from tts_engine.problems import load_problems
+from tts_engine.strategies.adaptive import AdaptiveConfig, confidence_key, parse_budgets
 
 GOAL_TOKEN_FRACTION = 0.6
 
@@ -89,7 +89,7 @@ def summarize(name: str, family: str, records: list[dict[str, Any]], key: str, *
         "run": name,
         "family": family,
         "problems": len(records),
-        "accuracy": sum(bool(r["strategies"][key]["correct"]) for r in graded) / max(1, len(graded)),
+        "accuracy": sum(bool(r["aggregations"][key]["correct"]) for r in graded) / max(1, len(graded)),
         "generated_tokens": sum(r["compute"]["generated_tokens"] for r in records) / max(1, len(records)),
         "verifier_tokens": sum(verifier) / max(1, len(records)),
         **extra,
@@ -118,7 +118,7 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
             problems,
             strategy="adaptive-length",
             n=args.n,
-            adaptive=AdaptiveConfig(budgets=budgets, tau=tau, **adaptive),
+            config=AdaptiveConfig(budgets=budgets, tau=tau, **adaptive),
             out=out_dir / f"{name}.jsonl",
             **common,
         )
@@ -128,7 +128,7 @@ def run_all(engine: Engine, problems, args, key: str, out_dir: Path) -> list[dic
         records = engine.solve(
             problems,
             strategy="adaptive-n",
-            adaptive=AdaptiveConfig(wave=args.wave, min_n=args.min_n, max_n=max(fixed_ns), tau=tau, **adaptive),
+            config=AdaptiveConfig(wave=args.wave, min_n=args.min_n, max_n=max(fixed_ns), tau=tau, **adaptive),
             max_new_tokens=args.max_new_tokens,
             out=out_dir / f"{name}.jsonl",
             **common,

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from tts_engine.adaptive import AdaptiveConfig
-from tts_engine.deepconf import DeepConfConfig
 from tts_engine.engine import Engine
 from tts_engine.models import default_problems_path
 from tts_engine.problems import load_problems
+from tts_engine.strategies.adaptive import AdaptiveConfig
+from tts_engine.strategies.deepconf import DeepConfConfig
 from tts_engine.tasks.arith.generator import write_problem_set
 
 TOKEN_GOAL = 0.5
@@ -89,9 +89,9 @@ def run_set(plain: Engine, verified: Engine, problems, args, temperature: float,
     deepconf = dict(warmup=args.warmup, eta=args.eta, consensus=args.consensus, trace_wave=args.trace_wave)
     rows = []
     fixed = plain.solve(problems, n=args.n, out=out / "fixed.jsonl", **common)
-    rows.append(row(f"majority@{args.n}", fixed, lambda r: r["strategies"]["majority"]["correct"]))
+    rows.append(row(f"majority@{args.n}", fixed, lambda r: r["aggregations"]["majority"]["correct"]))
     for key in (f"filtered10:{args.kind}", f"filtered90:{args.kind}", f"weighted:{args.kind}", "filtered90:likelihood"):
-        rows.append(row(f"{key}@{args.n}", fixed, lambda r, key=key: r["strategies"][key]["correct"]))
+        rows.append(row(f"{key}@{args.n}", fixed, lambda r, key=key: r["aggregations"][key]["correct"]))
     online = plain.solve(
         problems, strategy="deepconf", n=args.n, config=DeepConfConfig(**deepconf), out=out / "deepconf.jsonl", **common
     )
@@ -117,11 +117,11 @@ def run_set(plain: Engine, verified: Engine, problems, args, temperature: float,
     adaptive = verified.solve(
         problems,
         strategy="adaptive-n",
-        adaptive=AdaptiveConfig(wave=2, min_n=2, max_n=args.n, tau=args.adaptive_tau, confidence_over="samples"),
+        config=AdaptiveConfig(wave=2, min_n=2, max_n=args.n, tau=args.adaptive_tau, confidence_over="samples"),
         out=out / "adaptive_n_verifier.jsonl",
         **common,
     )
-    rows.append(row("adaptive N, verifier", adaptive, lambda r: r["strategies"][verifier_key]["correct"]))
+    rows.append(row("adaptive N, verifier", adaptive, lambda r: r["aggregations"][verifier_key]["correct"]))
     return rows
 
 

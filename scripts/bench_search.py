@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from tts_engine.engine import Engine
 from tts_engine.models import default_problems_path
 from tts_engine.problems import load_problems
-from tts_engine.search import SearchConfig
+from tts_engine.strategies.search import SearchConfig
 
 GOAL_WALL_RATIO = 3.0
 """Beam search with N beams may take at most this many times the wall time of best-of-N (issue 14)."""
@@ -62,7 +62,7 @@ def spread(items: list, limit: int) -> list:
 
 
 def accuracy(records: list[dict[str, Any]], key: str) -> float:
-    return sum(bool(r["strategies"][key]["correct"]) for r in records) / len(records)
+    return sum(bool(r["aggregations"][key]["correct"]) for r in records) / len(records)
 
 
 def per_problem(records: list[dict[str, Any]], field: str) -> float:
@@ -85,10 +85,10 @@ def run_all(args, engine, problems) -> list[dict[str, Any]]:
         runs = {
             "best-of-n": lambda: engine.solve(problems, n=n, out=fresh(out / f"bon_{n}.jsonl"), **common),
             "beam": lambda: engine.solve(
-                problems, strategy="beam", search=config, n=n, out=fresh(out / f"beam_{n}.jsonl"), **common
+                problems, strategy="beam", config=config, n=n, out=fresh(out / f"beam_{n}.jsonl"), **common
             ),
             "dvts": lambda: engine.solve(
-                problems, strategy="dvts", search=config, n=n, out=fresh(out / f"dvts_{n}.jsonl"), **common
+                problems, strategy="dvts", config=config, n=n, out=fresh(out / f"dvts_{n}.jsonl"), **common
             ),
         }
         for name, solve in runs.items():

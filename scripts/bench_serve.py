@@ -56,7 +56,7 @@ class SolveSide:
         started = time.perf_counter()
         records = self.engine.solve(problems, **self.settings)
         elapsed = time.perf_counter() - started
-        answers = {p.text: r["strategies"][self.key]["answer"] for p, r in zip(problems, records)}
+        answers = {p.text: r["aggregations"][self.key]["answer"] for p, r in zip(problems, records)}
         return {"problems_per_s": len(problems) / elapsed, "seconds": elapsed, "answers": answers}
 
     def latency(self, problem) -> float:

@@ -64,10 +64,10 @@ def differences(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[float
         for k in x["scores"]
     )
     predictions = sum(
-        (ra["strategies"][k]["answer"], ra["strategies"][k]["correct"])
-        != (rb["strategies"][k]["answer"], rb["strategies"][k]["correct"])
+        (ra["aggregations"][k]["answer"], ra["aggregations"][k]["correct"])
+        != (rb["aggregations"][k]["answer"], rb["aggregations"][k]["correct"])
         for ra, rb in zip(a, b)
-        for k in ra["strategies"]
+        for k in ra["aggregations"]
     )
     return score_diff, predictions
 

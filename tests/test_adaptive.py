@@ -2,29 +2,22 @@
 
 import pytest
 
-from tts_engine.adaptive import (
-    AdaptiveConfig,
-    check_budgets,
-    confidence_key,
-    continue_samples,
-    derive_seed,
-    join_continuation,
-    parse_budgets,
-    record_confidence,
-    strategy_keys,
-)
+from tts_engine.aggregate import aggregation_keys
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
 from tts_engine.params import SamplingParams
 from tts_engine.problems import Problem
 from tts_engine.results import read_results
+from tts_engine.strategies import record_kinds
+from tts_engine.strategies.adaptive import AdaptiveConfig, check_budgets, confidence_key, parse_budgets
+from tts_engine.strategies.rounds import continue_samples, derive_seed, join_continuation, record_confidence
 
 
 def solve_adaptive_length(engine, problems, *, n=8, budgets=(256, 512, 1024, 2048), **kwargs):
     """adaptive-length through the one entry point, `Engine.solve`."""
     config, rest = _split(kwargs)
     return engine.solve(
-        problems, strategy="adaptive-length", n=n, adaptive=AdaptiveConfig(budgets=list(budgets), **config), **rest
+        problems, strategy="adaptive-length", n=n, config=AdaptiveConfig(budgets=list(budgets), **config), **rest
     )
 
 
@@ -32,7 +25,7 @@ def solve_adaptive_n(engine, problems, *, max_new_tokens=256, **kwargs):
     """adaptive-n through the one entry point, `Engine.solve`."""
     config, rest = _split(kwargs)
     return engine.solve(
-        problems, strategy="adaptive-n", max_new_tokens=max_new_tokens, adaptive=AdaptiveConfig(**config), **rest
+        problems, strategy="adaptive-n", max_new_tokens=max_new_tokens, config=AdaptiveConfig(**config), **rest
     )
 
 
@@ -173,8 +166,9 @@ def test_confidence_from_is_validated_and_recorded(engine):
     assert confidence_key(engine, None) == "weighted:verifier_yes_no"
     from types import SimpleNamespace
 
-    resolving = SimpleNamespace(verifier=SimpleNamespace(headline_kind="verifier_answer"), score_norm="yes_no")
-    assert confidence_key(resolving, None) == "weighted:verifier_answer"  # the verifier names its headline
+    from tts_engine.engine import headline_kind
+
+    assert headline_kind(SimpleNamespace(headline_kind="verifier_answer"), "yes_no") == "verifier_answer"
     records = solve_adaptive_length(
         engine, PROBLEMS[:1], n=2, budgets=[4], tau=0.5, confidence_from="majority", progress=False
     )
@@ -188,10 +182,10 @@ def test_process_verifier_headlines_its_aggregation(tiny_model_dir):
     """With a process verifier and no confidence_from, adaptive stops on the process score it votes with."""
     process = Engine(tiny_model_dir, verifier="process", verifier_model=tiny_model_dir, process_aggregation="min")
     key = confidence_key(process, None)
-    assert key == "weighted:process" and key in strategy_keys(process)
+    assert key == "weighted:process" and key in aggregation_keys(record_kinds(process, "adaptive-n", None, 20))
     records = solve_adaptive_n(process, PROBLEMS[:1], wave=2, min_n=2, max_n=2, max_new_tokens=8, progress=False)
     assert records[0]["adaptive"]["confidence_from"] == "weighted:process"
-    assert "weighted:process" in records[0]["strategies"]
+    assert "weighted:process" in records[0]["aggregations"]
 
 
 @pytest.mark.parametrize(
@@ -298,7 +292,7 @@ def test_first_round_draws_the_samples_of_a_fixed_run(engine):
     fixed = engine.solve(PROBLEMS[:2], n=3, max_new_tokens=6, seed=4, progress=False)
     for record, reference in zip(records, fixed):
         assert [s["text"] for s in record["samples"]] == [s["text"] for s in reference["samples"]]
-        assert record["strategies"] == reference["strategies"]
+        assert record["aggregations"] == reference["aggregations"]
         assert record["time_s"] > 0
 
 
@@ -311,7 +305,7 @@ def test_confidence_over_all_samples_counts_the_unanswered_ones():
     ]
     record = {
         "samples": samples,
-        "strategies": {"majority": {"confidence": 1.0}, "weighted:verifier_yes_no": {"confidence": 1.0}},
+        "aggregations": {"majority": {"confidence": 1.0}, "weighted:verifier_yes_no": {"confidence": 1.0}},
     }
     assert record_confidence(record, "majority") == 1.0
     assert record_confidence(record, "majority", "all") == 0.5
@@ -322,7 +316,7 @@ def test_confidence_over_all_samples_counts_the_unanswered_ones():
 
 def test_confidence_over_samples_counts_a_verifiers_doubt():
     doubted = [{"answer_class": 0, "scores": {"verifier_answer": 0.05}}] * 2  # two samples, same answer, rejected
-    record = {"samples": doubted, "strategies": {"weighted:verifier_answer": {"confidence": 1.0}}}
+    record = {"samples": doubted, "aggregations": {"weighted:verifier_answer": {"confidence": 1.0}}}
     assert record_confidence(record, "weighted:verifier_answer") == 1.0  # a share among themselves: would stop
     assert record_confidence(record, "weighted:verifier_answer", "samples") == pytest.approx(0.05)
 

@@ -278,7 +278,9 @@ def test_a_slow_answer_times_out_and_the_retry_succeeds(server):
 
 def test_a_server_that_never_answers_in_time_fails_clearly(server):
     server.faults = [("sleep", 0.6)] * 2
-    with pytest.raises(ob.PromptFailedError, match=r"prompt 0 failed: .*failed after 2 attempts: no answer within 0.2s"):
+    with pytest.raises(
+        ob.PromptFailedError, match=r"prompt 0 failed: .*failed after 2 attempts: no answer within 0.2s"
+    ):
         backend(server, timeout=0.2, max_retries=1).generate(PROMPTS[:1], SamplingParams(max_new_tokens=4))
 
 

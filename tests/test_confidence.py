@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tts_engine.adaptive import join_continuation
 from tts_engine.aggregate import aggregation_keys, filter_top, vote_classes
 from tts_engine.backends import openai as ob
 from tts_engine.backends import vllm as vb
@@ -28,6 +27,7 @@ from tts_engine.confidence import (
 from tts_engine.engine import Engine
 from tts_engine.params import SamplingParams
 from tts_engine.problems import Problem
+from tts_engine.strategies.rounds import join_continuation
 
 
 # --- the definitions --------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_records_carry_the_confidence_kinds(engine):
     record = engine.solve(problems, n=3, max_new_tokens=12, top_logprobs=4, confidence_window=3, progress=False)[0]
     for s in record["samples"]:
         assert set(CONFIDENCE_KINDS) <= set(s["scores"]) and all(0 <= v < 1 for v in s["scores"].values())
-    assert {"filtered10:conf_lowest_group", "weighted:conf_tail", "filtered90:likelihood"} <= set(record["strategies"])
+    assert {"filtered10:conf_lowest_group", "weighted:conf_tail", "filtered90:likelihood"} <= set(record["aggregations"])
     assert record["run"]["top_logprobs"] == 4 and record["run"]["confidence_window"] == 3
     # the same samples scored by hand
     sample = engine.backend.generate(

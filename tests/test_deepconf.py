@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from tts_engine import deepconf as dc
 from tts_engine.backends.base import Sample
 from tts_engine.confidence import group_confidences, percentile_threshold
-from tts_engine.deepconf import DeepConfConfig, revote, stop_low
 from tts_engine.engine import Engine
 from tts_engine.problems import Problem
+from tts_engine.strategies import deepconf as dc
+from tts_engine.strategies.deepconf import DeepConfConfig, revote, stop_low
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(2)]
 
@@ -113,10 +113,10 @@ def test_stopped_samples_vote_for_nothing_or_low():
         ],
     }
     revote(record, "none")
-    assert record["strategies"]["majority"]["answer"] == "1" and record["strategies"]["majority"]["correct"]
+    assert record["aggregations"]["majority"]["answer"] == "1" and record["aggregations"]["majority"]["correct"]
     revote(record, "low")
-    assert record["strategies"]["majority"]["answer"] == "2"  # two stopped votes outnumber one
-    assert record["strategies"]["weighted:conf_tail"]["answer"] == "1"  # but weigh less
+    assert record["aggregations"]["majority"]["answer"] == "2"  # two stopped votes outnumber one
+    assert record["aggregations"]["weighted:conf_tail"]["answer"] == "1"  # but weigh less
 
 
 def test_bad_settings_fail_early(engine):

@@ -41,7 +41,7 @@ def test_solve_writes_complete_records(engine, problems_file, tmp_path):
         assert 0 < sample["verifier_tokens"] < len(engine.backend.encode(record["prompt"] + sample["text"])) + 46
         assert sample["finish_reason"] in ("stop", "length")
     expected = {"majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n", "filtered10", "filtered90") for k in kinds}
-    assert set(record["strategies"]) == expected
+    assert set(record["aggregations"]) == expected
     assert record["run"]["num_parameters"] == engine.backend.num_parameters
     assert record["compute"]["generated_tokens"] == sum(s["num_tokens"] for s in record["samples"])
     # The verification prompt extends prompt + sample, whose keys and values the prefix cache kept: only the
@@ -277,7 +277,7 @@ def test_process_verifier_serves_through_the_cli(tmp_path, problems_file, tiny_m
     record = next(iter(read_results(out)))
     assert record["run"]["verifier"] == "process:min"
     assert {"process", "process_final", "process_min"} <= set(record["samples"][0]["scores"])
-    assert "weighted:process_min" in record["strategies"]
+    assert "weighted:process_min" in record["aggregations"]
     with pytest.raises(ValueError, match="needs a process verifier checkpoint"):
         Engine(generator, verifier="process")
 

@@ -3,13 +3,13 @@ its records as problems finish, and resumes."""
 
 import pytest
 
-from tts_engine.adaptive import AdaptiveConfig
-from tts_engine.deepconf import DeepConfConfig
 from tts_engine.engine import Engine
 from tts_engine.problems import Problem
-from tts_engine.results import read_results
-from tts_engine.run import strategies, strategy_of
-from tts_engine.search import SearchConfig
+from tts_engine.results import read_results, strategy_of
+from tts_engine.strategies import strategies
+from tts_engine.strategies.adaptive import AdaptiveConfig
+from tts_engine.strategies.deepconf import DeepConfConfig
+from tts_engine.strategies.search import SearchConfig
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(3)]
 SETTINGS = {
@@ -51,10 +51,10 @@ def test_each_strategy_runs_from_python_and_resumes(engine, name, tmp_path):
 
 
 def test_settings_of_another_strategy_are_an_error(engine):
-    with pytest.raises(ValueError, match="strategy 'fixed' takes no adaptive settings"):
-        engine.solve(PROBLEMS, strategy="fixed", adaptive=AdaptiveConfig())
-    with pytest.raises(ValueError, match="strategy 'beam' takes no adaptive settings"):
-        engine.solve(PROBLEMS, strategy="beam", n=4, adaptive=AdaptiveConfig())
+    with pytest.raises(ValueError, match="strategy 'fixed' takes no AdaptiveConfig settings"):
+        engine.solve(PROBLEMS, strategy="fixed", config=AdaptiveConfig())
+    with pytest.raises(ValueError, match="strategy 'beam' takes no AdaptiveConfig settings"):
+        engine.solve(PROBLEMS, strategy="beam", n=4, config=AdaptiveConfig())
     with pytest.raises(ValueError, match="strategy must be one of .*'deepconf'.*got 'mcts'"):
         engine.solve(PROBLEMS, strategy="mcts")
 
@@ -77,7 +77,7 @@ def test_strategies_in_rounds_report_the_problems_still_open(engine):
         n=4,
         max_new_tokens=8,
         progress=False,
-        adaptive=AdaptiveConfig(wave=2, min_n=2, max_n=4, tau=1.0),  # only a unanimous vote stops
+        config=AdaptiveConfig(wave=2, min_n=2, max_n=4, tau=1.0),  # only a unanimous vote stops
         on_progress=updates.append,
     )
     open_after_first = [r for r in records if r["adaptive"]["n_used"] == 4]  # these were still open after wave 1

@@ -48,7 +48,7 @@ def test_an_over_long_prompt_is_recorded_and_the_others_are_solved(engine, mixed
     summary = summarize(records)
     assert summary["graded"] == 6 and summary["failures"]["counts"] == {"prompt_too_long": 1}
     # the failed problem counts as not solved: the accuracy's denominator is all six
-    solved = sum(bool(r["strategies"]["majority"]["correct"]) for r in records if r["status"] == "ok")
+    solved = sum(bool(r["aggregations"]["majority"]["correct"]) for r in records if r["status"] == "ok")
     assert summary["accuracy"]["majority"] == pytest.approx(solved / 6)
     assert "1 prompts did not fit the model's context" in format_summary(summary)
 

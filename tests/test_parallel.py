@@ -160,4 +160,4 @@ def test_two_local_workers_match_one_process(tmp_path, tiny_model_dir):
     assert result.exit_code == 0, result.output
     for sharded, whole in zip(merged, read_results(single), strict=True):
         assert [s["text"] for s in sharded["samples"]] == [s["text"] for s in whole["samples"]]
-        assert sharded["strategies"]["majority"]["answer"] == whole["strategies"]["majority"]["answer"]
+        assert sharded["aggregations"]["majority"]["answer"] == whole["aggregations"]["majority"]["answer"]

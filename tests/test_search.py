@@ -9,8 +9,8 @@ from tts_engine.engine import Engine
 from tts_engine.problems import Problem
 from tts_engine.results import read_results
 from tts_engine.sampling import row_seed
-from tts_engine.search import SEARCH_STRATEGIES, SearchConfig
-from tts_engine.search.strategies import beam_groups, dvts_groups
+from tts_engine.strategies.search import SEARCH_STRATEGIES, SearchConfig
+from tts_engine.strategies.search.strategies import beam_groups, dvts_groups
 from tts_engine.verifiers.base import StepScores
 from tts_engine.verifiers.unified import UnifiedStepScorer
 
@@ -89,7 +89,7 @@ def scripted(engine):
 def solve_search(engine, problems, strategy="beam", config=None, *, scorer=None, temperature=0.8, **kwargs):
     """beam / dvts through the one entry point, `Engine.solve`."""
     return engine.solve(
-        problems, strategy=strategy, search=config, step_scorer=scorer, temperature=temperature, **kwargs
+        problems, strategy=strategy, config=config, step_scorer=scorer, temperature=temperature, **kwargs
     )
 
 
@@ -151,7 +151,7 @@ def test_beam_search_keeps_the_best_n_over_m_and_batches_every_problem_per_round
         assert record["compute"]["verifier_tokens"] == sum(
             3 * len(n["step_scores"]) for n in nodes.values() if n["parent"] is not None
         )
-        assert "weighted:step_last" in record["strategies"] and record["run"]["search"]["strategy"] == "beam"
+        assert "weighted:step_last" in record["aggregations"] and record["run"]["strategy"] == "beam"
 
 
 def test_dvts_subtrees_are_independent_greedy_searches(engine, scripted):
@@ -301,7 +301,7 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path, default_mod
         for sample in record["samples"]:
             assert sample["steps"] == [line.strip() for line in sample["text"].split("\n") if line.strip()]
             assert len(sample["step_scores"]) == len(sample["steps"])
-        assert record["compute"]["verifier_tokens"] > 0 and record["strategies"]["majority"]["correct"] is not None
+        assert record["compute"]["verifier_tokens"] > 0 and record["aggregations"]["majority"]["correct"] is not None
 
 
 def test_step_aggregation_defaults_to_the_scorers_own():

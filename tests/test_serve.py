@@ -57,8 +57,8 @@ def _chat(problem: str) -> list[dict]:
 
 
 def _headline(record: dict) -> dict:
-    kinds = [k for k in record["strategies"] if k.startswith("weighted:verifier")]
-    return record["strategies"][kinds[0]]
+    kinds = [k for k in record["aggregations"] if k.startswith("weighted:verifier")]
+    return record["aggregations"][kinds[0]]
 
 
 # --- answers ---------------------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from tts_engine.adaptive import AdaptiveConfig  # noqa: E402
-from tts_engine.search import SearchConfig  # noqa: E402
+from tts_engine.params import SamplingParams  # noqa: E402
 from tts_engine.serve.batcher import Batcher, Job  # noqa: E402
 from tts_engine.serve.responses import problem_choices, usage  # noqa: E402
 from tts_engine.serve.schema import ApiError, Defaults, parse_request  # noqa: E402
+from tts_engine.strategies.adaptive import AdaptiveConfig  # noqa: E402
+from tts_engine.strategies.search import SearchConfig  # noqa: E402
 
 
 class GatedEngine:
@@ -74,20 +75,19 @@ def _record(pid: str, text: str) -> dict:
 
 
 def _defaults(**changes) -> Defaults:
+    from tts_engine.strategies import strategies
+
+    entries = {name: strategies()[name] for name in ("fixed", "adaptive-n", "beam")}
     values = dict(
         model_name="m",
         strategy="fixed",
-        n=4,
-        temperature=1.0,
-        top_p=1.0,
-        max_new_tokens=32,
-        seed=0,
+        params=SamplingParams(n=4, max_new_tokens=32),
         aggregation="weighted",
-        score_kind="likelihood",
-        score_kinds=("likelihood",),
+        score_kind={name: "likelihood" for name in entries},
+        score_kinds={name: ("likelihood",) for name in entries},
         return_candidates=False,
         configs={"AdaptiveConfig": AdaptiveConfig(), "SearchConfig": SearchConfig()},
-        strategies={"fixed": None, "adaptive-n": AdaptiveConfig, "beam": SearchConfig},
+        strategies=entries,
         max_samples=64,
         max_tokens=256,
         max_prompts=8,
@@ -203,7 +203,7 @@ def test_a_request_that_breaks_the_engine_fails_alone():
 
 def test_stop_strings_and_strategy_settings_are_part_of_the_batch_key():
     plain, stopped = _request(), _request(stop=["\n\n"])
-    assert plain.batch_key != stopped.batch_key and stopped.stop == ("\n\n",)
+    assert plain.batch_key != stopped.batch_key and stopped.params.stop == ["\n\n"]
     a = parse_request(
         {"model": "m", "messages": [{"role": "user", "content": "x"}], "tts": {"strategy": "adaptive-n", "tau": 0.5}},
         "chat",
@@ -276,18 +276,20 @@ def test_null_fields_take_the_defaults():
     request = _request(
         seed=None, temperature=None, n=None, tts={"n": None, "strategy": None, "return_candidates": None}
     )
-    assert (request.seed, request.temperature, request.answers, request.n, request.strategy) == (0, 1.0, 1, 4, "fixed")
+    params = request.params
+    assert (params.seed, params.temperature, request.answers, params.n, request.strategy) == (0, 1.0, 1, 4, "fixed")
 
 
 def test_server_wide_solve_settings_reach_every_engine_call():
     engine = GatedEngine()
     engine.gate.set()
+    server_params = SamplingParams(n=4, max_new_tokens=32, top_logprobs=0, confidence_window=4)
+    body = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
 
     async def run():
-        settings = {"top_logprobs": 0, "confidence_window": 4}
-        batcher = Batcher(engine, max_queue=8, batch_wait_s=0.0, batch_wait_share=0.0, solve_settings=settings)
+        batcher = Batcher(engine, max_queue=8, batch_wait_s=0.0, batch_wait_share=0.0)
         batcher.start()
-        job = Job(_request("p"), loop=asyncio.get_running_loop())
+        job = Job(parse_request(body, "chat", _defaults(params=server_params)), loop=asyncio.get_running_loop())
         batcher.submit(job)
         await _result(job)
         batcher.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 NO_ANSWER = -1
 
@@ -135,11 +135,16 @@ def aggregation_rule(name: str) -> Callable:
     )
 
 
-def aggregation_keys(score_kinds: Sequence[str]) -> list[str]:
-    """Every vote a record carries: `majority`, then `weighted:<kind>`, `best_of_n:<kind>`, `filtered10:<kind>`
-    and `filtered90:<kind>` for each score kind (the keys of a results line's "strategies"; the one place they
-    are built)."""
-    return ["majority"] + [f"{rule}:{kind}" for kind in score_kinds for rule in AGGREGATIONS if rule != "majority"]
+CURVE_AGGREGATIONS = ("majority", "weighted", "best_of_n")
+"""The aggregations `tts curve` estimates over random subsets (the subset-vote kernel's)."""
+
+
+def aggregation_keys(score_kinds: Sequence[str], rules: Sequence[str] = tuple(AGGREGATIONS)) -> list[str]:
+    """Every vote over `score_kinds` by `rules` (default all: the keys of a results line's "aggregations"):
+    `majority`, then `<rule>:<kind>` for each score kind and rule (weighted, best_of_n, filtered10, filtered90).
+    The one place vote keys are built."""
+    head = ["majority"] if "majority" in rules else []
+    return head + [f"{rule}:{kind}" for kind in score_kinds for rule in rules if rule != "majority"]
 
 
 def vote_classes(
@@ -218,3 +223,28 @@ def vote_batch(
     if scores is None:
         scores = [None] * len(answers)  # type: ignore[list-item]
     return [vote_classes(strategy, list(c), s, a) for a, s, c in zip(answers, scores, classes)]
+
+
+def vote_predictions(
+    sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None], has_reference: bool
+) -> dict[str, dict[str, Any]]:
+    """The prediction of every aggregation (majority; weighted, best-of-N and filtered by every score kind the
+    samples carry) over a problem's sample records: a results line's "aggregations" block."""
+    class_ids = [s["answer_class"] for s in sample_records]
+    answers = [s["answer"] for s in sample_records]
+    kinds = list(sample_records[0]["scores"]) if sample_records else []
+    predictions = {}
+    for key in aggregation_keys(kinds):
+        strategy, _, kind = key.partition(":")
+        scores = [s["scores"][kind] for s in sample_records] if kind else None
+        vote = vote_classes(strategy, class_ids, scores, answers)
+        correct = None
+        if has_reference:
+            correct = bool(class_grades[vote.answer_class]) if vote.answer_class >= 0 else False
+        predictions[key] = {
+            "answer": vote.answer,
+            "answer_class": vote.answer_class,
+            "confidence": round(vote.confidence, 6),
+            "correct": correct,
+        }
+    return predictions

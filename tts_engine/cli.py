@@ -7,12 +7,10 @@ import logging
 
 import click
 
-from .adaptive import AdaptiveConfig
-from .deepconf import DeepConfConfig
-from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions
+from .engine import SOLVE_DEFAULTS
+from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions, StrategyCommand
 from .params import SamplingParams
-from .search import SearchConfig
-from .settings import Command, OneLineErrors, build, options
+from .settings import OneLineErrors, build, options
 
 LAZY_COMMANDS = {
     "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
@@ -64,25 +62,23 @@ def main(verbose: bool) -> None:
         hf_logging.disable_progress_bar()  # weight-loading bars would drown the solve progress bar
 
 
-@main.command(cls=Command)
+@main.command(cls=StrategyCommand)
 @click.argument("problems", required=False, type=click.Path(exists=True, dir_okay=False))
 @options(EngineOptions)
-@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 16})
+@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults=SOLVE_DEFAULTS)
 @options(SolveOptions)
-@options(AdaptiveConfig)
-@options(SearchConfig)
-@options(DeepConfConfig)
 def solve(problems, **settings):
-    """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting."""
+    """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting; each
+    strategy's settings are options too (the registry's, listed under --strategy)."""
     from .models import default_problems_path
     from .problems import load_problems
-    from .run import strategy_entry
+    from .strategies.registry import strategy_entry
     from .summary import format_summary, summarize
 
     run = build(SolveOptions, settings)
-    params = build(SamplingParams, settings, defaults={"n": 16})
-    config_type = strategy_entry(run.strategy).config_type
-    config = build(config_type, settings) if config_type is not None else None
+    params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
+    entry = strategy_entry(run.strategy)
+    config = build(entry.config_type, settings) if entry.config_type is not None else None
     problems_path = problems or default_problems_path()
     items = load_problems(problems_path, limit=run.limit)
     if run.shard:
@@ -95,8 +91,7 @@ def solve(problems, **settings):
         f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {engine_options.backend})",
         err=True,
     )
-    n_shown = config.max_n if run.strategy == "adaptive-n" else params.n
-    click.echo(f"problems: {problems_path} ({len(items)}), n={n_shown}", err=True)
+    click.echo(f"problems: {problems_path} ({len(items)}), n={entry.samples(params.n, config)}", err=True)
     records = engine.solve(
         items,
         strategy=run.strategy,
@@ -107,10 +102,6 @@ def solve(problems, **settings):
         strict=run.strict,
         retry_failed=run.retry_failed,
     )
-    if isinstance(config, AdaptiveConfig):
-        from .adaptive import format_adaptive_summary
-
-        click.echo(format_adaptive_summary(records))
-    click.echo(format_summary(summarize(records)))
+    click.echo(format_summary(summarize(records), every_row=run.all, lines=entry.summary_lines(records)))
     if run.out:
         click.echo(f"results: {run.out}", err=True)

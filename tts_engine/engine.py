@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .aggregate import aggregation_keys, vote_classes
+from .aggregate import vote_predictions
 from .answers.grading import GRADERS
 from .backends.base import PromptFailedError, PromptTooLongError, Sample
 from .confidence import confidence_scores
@@ -19,7 +20,11 @@ from .verifiers.registry import judges_steps
 
 log = logging.getLogger(__name__)
 
-VERIFIERS = ("unified", "process", "prm", "none")
+VERIFIERS = ("own", "process", "prm", "none")
+"""Verifier kinds: the checkpoint's own check (its `verify_form`: yes/no, recompute, resolve, ...), a process
+verifier, a discriminative PRM, or none (likelihood only)."""
+RENAMED_VERIFIERS = {"unified": "own"}
+"""Earlier names of verifier kinds, still accepted with a warning."""
 
 
 class Engine:
@@ -30,7 +35,7 @@ class Engine:
         model: str | Path | None = None,
         *,
         backend: str = "hf",
-        verifier: str = "unified",
+        verifier: str = "own",
         verifier_model: str | Path | None = None,
         score_norm: str = "yes_no",
         prompt_config: PromptConfig | None = None,
@@ -43,6 +48,9 @@ class Engine:
         from .backends import make_backend
         from .models import resolve_model
 
+        if verifier in RENAMED_VERIFIERS:
+            log.warning("verifier kind %r is now called %r", verifier, RENAMED_VERIFIERS[verifier])
+            verifier = RENAMED_VERIFIERS[verifier]
         if verifier not in VERIFIERS:
             raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
         if score_norm not in SCORE_NORMS:
@@ -70,7 +78,7 @@ class Engine:
             raise ValueError("verifier kind 'prm' needs a PRM checkpoint: pass verifier_model (--verifier-model PATH)")
         self.verifier_kind, self.verifier_model = verifier, verifier_model
         self.verifier = None
-        if verifier in ("unified", "process"):
+        if verifier in ("own", "process"):
             scorer = self.backend
             if verifier_model is not None:
                 scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
@@ -117,56 +125,43 @@ class Engine:
         problems: Sequence[Problem],
         *,
         strategy: str = "fixed",
-        n: int = 16,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
-        seed: int | None = 0,
-        top_logprobs: int = 20,
-        confidence_window: int = 8,
-        confidence_tail: int = 16,
+        config: Any = None,
         out: str | Path | None = None,
         progress: bool = True,
-        config: Any = None,
-        adaptive: Any = None,
-        search: Any = None,
         step_scorer: Any = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
-        stop: Sequence[str] = (),
         on_progress: Callable[[Any], None] | None = None,
+        stop: Sequence[str] = (),
         strict: bool = False,
         retry_failed: bool = False,
+        **sampling: Any,
     ) -> list[dict[str, Any]]:
-        """Solve every problem with one strategy (`tts_engine.run.strategies()`: fixed, adaptive-length,
-        adaptive-n, beam, dvts, ...); records in input order, written to `out` as each problem finishes (a rerun
-        with the same `out` resumes).
+        """Solve every problem with one strategy (`tts_engine.strategies.strategies()`: fixed, adaptive-length,
+        adaptive-n, deepconf, beam, dvts, ...); records in input order, written to `out` as each problem finishes
+        (a rerun with the same `out` resumes).
 
-        `config` is the strategy's settings (its registered type; `adaptive=AdaptiveConfig(...)` and
-        `search=SearchConfig(...)` name the same for the strategies that take them; defaults when None); `step_scorer` replaces a search's step scorer (any `StepScorer`);
-        `on_record` sees each record as its problem finishes; `stop` adds stop strings to the model's own; `on_progress` sees a `RoundProgress` for every problem still
-        open after a round of the strategies that work in rounds. `top_logprobs` (k), `confidence_window` and
-        `confidence_tail` set the confidence score kinds (`SamplingParams`; top_logprobs=0 turns them off).
+        `sampling` are `SamplingParams` fields (n, temperature, top_p, max_new_tokens, seed, top_logprobs,
+        confidence_window, confidence_tail; n defaults to 16 here); `config` is the strategy's settings object
+        (its registered type, defaults when None); `step_scorer` replaces a search's step scorer (any
+        `StepScorer`); `on_record` sees each record as its problem finishes; `stop` adds stop strings to the
+        model's own; `on_progress` sees a `RoundProgress` for every problem still open after a round of the
+        strategies that work in rounds.
 
         A problem whose prompt does not fit the model's context, or whose rows fail even alone, is recorded with
         its `status` (no samples; not solved) and the run goes on; `strict=True` raises instead (a ValueError
         naming the problem). `retry_failed=True` solves again the problems `out` holds as failed."""
-        from .run import run_plan, strategy_entry
+        from .run import run_plan
+        from .strategies.registry import strategy_entry
 
         entry = strategy_entry(strategy)
-        params = SamplingParams(
-            n=n,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            stop=list(dict.fromkeys((*self.prompt_config.stop, *stop))),
-            top_logprobs=top_logprobs,
-            confidence_window=confidence_window,
-            confidence_tail=confidence_tail,
-        )
-        config = _strategy_config(entry, config=config, adaptive=adaptive, search=search)
+        params = solve_params(stop=list(dict.fromkeys((*self.prompt_config.stop, *stop))), **sampling)
+        if config is None and entry.config_type is not None:
+            config = entry.config_type()
+        if config is not None and (entry.config_type is None or not isinstance(config, entry.config_type)):
+            raise ValueError(f"strategy {entry.name!r} takes no {type(config).__name__} settings")
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
         plan = entry.build(self, params, config, **extra)
+        plan.run_block["headline_kind"] = entry.headline(self, config)
         return run_plan(
             plan,
             problems,
@@ -307,9 +302,7 @@ class Engine:
                 {"answer": rep, "size": size, "correct": grade}
                 for rep, size, grade in zip(classes.representatives, classes.sizes(), class_grades)
             ],
-            "strategies": strategy_predictions(
-                sample_records, class_grades, has_reference=problem.reference is not None
-            ),
+            "aggregations": vote_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
             "compute": {
                 "prompt_tokens": samples[0].num_prompt_tokens if samples else 0,
                 "generated_tokens": sum(s.num_tokens for s in samples),
@@ -342,6 +335,20 @@ class Engine:
             "score_norm": self.score_norm,
             "grader": self.grader,
         }
+
+
+SOLVE_DEFAULTS = {"n": 16}
+"""Where `Engine.solve` (and `tts solve`) differ from `SamplingParams`' own defaults."""
+
+
+def solve_params(**sampling: Any) -> SamplingParams:
+    """The SamplingParams of a solve call: `SamplingParams` fields as keywords, `SOLVE_DEFAULTS` where not given;
+    an unknown keyword is an error naming the fields."""
+    known = {f.name for f in fields(SamplingParams)} - {"stop_below"}
+    unknown = sorted(set(sampling) - known)
+    if unknown:
+        raise TypeError(f"Engine.solve got unknown settings {unknown}; sampling settings are {sorted(known)}")
+    return SamplingParams(**{**SOLVE_DEFAULTS, **sampling})
 
 
 def headline_kind(verifier, score_norm: str) -> str | None:
@@ -379,21 +386,6 @@ def _verify_all(verifier, problems, prompts, samples) -> list[list[Any]]:
     return score_each_text_once(verifier, questions, prompts, texts)
 
 
-def _strategy_config(entry, **given: Any) -> Any:
-    """The settings object of the strategy `entry`: the one given of its type, else its defaults; a settings
-    object of another strategy's type is an error (it would be silently ignored)."""
-    mine = None
-    for name, value in given.items():
-        if value is None:
-            continue
-        if entry.config_type is None or not isinstance(value, entry.config_type):
-            raise ValueError(f"strategy {entry.name!r} takes no {name} settings, got {type(value).__name__}")
-        mine = value
-    if mine is None and entry.config_type is not None:
-        mine = entry.config_type()
-    return mine
-
-
 def _check_fields(verdict) -> dict[str, Any]:
     """What a generative verifier wrote of a sample (its check text and step scores), for the results line."""
     text = getattr(verdict, "text", "")
@@ -401,27 +393,3 @@ def _check_fields(verdict) -> dict[str, Any]:
         return {}
     steps = getattr(verdict, "step_scores", None)
     return {"verifier_text": text, "step_scores": None if steps is None else [round(x, 6) for x in steps]}
-
-
-def strategy_predictions(
-    sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None], has_reference: bool
-) -> dict[str, dict[str, Any]]:
-    """The prediction of majority and of weighted / best-of-N for every score kind of the samples."""
-    class_ids = [s["answer_class"] for s in sample_records]
-    answers = [s["answer"] for s in sample_records]
-    kinds = list(sample_records[0]["scores"]) if sample_records else []
-    predictions = {}
-    for key in aggregation_keys(kinds):
-        strategy, _, kind = key.partition(":")
-        scores = [s["scores"][kind] for s in sample_records] if kind else None
-        vote = vote_classes(strategy, class_ids, scores, answers)
-        correct = None
-        if has_reference:
-            correct = bool(class_grades[vote.answer_class]) if vote.answer_class >= 0 else False
-        predictions[key] = {
-            "answer": vote.answer,
-            "answer_class": vote.answer_class,
-            "confidence": round(vote.confidence, 6),
-            "correct": correct,
-        }
-    return predictions

@@ -11,10 +11,10 @@ from typing import Any
 
 from .answers.grading import GRADERS
 from .backends import BACKENDS
-from .engine import VERIFIERS
-from .settings import setting
+from .engine import RENAMED_VERIFIERS, VERIFIERS
+from .settings import Command, make_options, setting
 from .verifiers import SCORE_NORMS
-from .verifiers.process import AGGREGATIONS
+from .verifiers.process import PROCESS_HEADLINES
 
 SAMPLING_EXCLUDE = ("stop",)
 """SamplingParams fields that are not command-line options (stop strings come from the model's prompt config)."""
@@ -28,14 +28,18 @@ class EngineOptions:
     """Hugging Face checkpoint (directory; or a name for vllm/openai). Default: the embedded tiny reasoner-verifier."""
     backend: str = setting("hf", choices=BACKENDS)
     """Generation backend: hf (transformers), vllm (offline LLM on GPUs), openai (a compatible server)."""
-    verifier: str = setting("unified", flag="--verifier-kind", deprecated=("--verifier",), choices=VERIFIERS)
-    """unified: the model itself asked 'Is this solution correct?' (score P(Yes)); process: a generative verifier
-    judging every step (needs --verifier-model); prm: a discriminative process reward model scoring the steps of
-    a search (--strategy beam|dvts, needs --verifier-model); none: likelihood only."""
+    verifier: str = setting(
+        "own", flag="--verifier-kind", deprecated=("--verifier",), choices=(*VERIFIERS, *RENAMED_VERIFIERS)
+    )
+    """own: the checkpoint's own check, what its tts_engine.json `verify_form` names (the RL^V question 'Is this
+    solution correct?' scored P(Yes), the embedded default's recompute check, a re-solve, ...; `unified` is its
+    earlier name); process: a generative verifier judging every step (needs --verifier-model); prm: a
+    discriminative process reward model scoring the steps of a search (--strategy beam|dvts, needs
+    --verifier-model); none: likelihood only."""
     verifier_model: str | None = None
     """A separate verifier checkpoint (unified or process)."""
     process_aggregation: str = setting(
-        "final", flag="--process-headline", deprecated=("--process-aggregation",), choices=AGGREGATIONS
+        "final", flag="--process-headline", deprecated=("--process-aggregation",), choices=PROCESS_HEADLINES
     )
     """process verifier: its headline score `process` from the final verdict or from its step verdicts aggregated
     (all are recorded). Not to be confused with a search's --step-aggregation (how a beam is ranked)."""
@@ -69,9 +73,7 @@ class SolveOptions:
     """What `tts solve` runs over and where it writes."""
 
     strategy: str = "fixed"
-    """A registered strategy (`tts_engine.run`): fixed: N samples of --max-new-tokens each; adaptive-length:
-    continue the cut samples of unconfident problems budget by budget; adaptive-n: sample in waves until
-    confident; beam / dvts: step-level search scored by the verifier's step scorer or a PRM (--verifier-kind prm)."""
+    """A registered strategy (the list is read from the registry, `tts_engine.strategies`)."""
     limit: int | None = None
     """Only the first LIMIT problems."""
     shard: str | None = None
@@ -80,6 +82,8 @@ class SolveOptions:
     """Results JSONL, written as problems finish; rerunning with the same --out resumes."""
     quiet: bool = False
     """No progress bar."""
+    all: bool = False
+    """Print every row of the summary (every score kind x every aggregation), not only the headline rows."""
     strict: bool = False
     """Stop the run at the first problem that fails (a prompt longer than the model's context, rows that fail
     even alone) instead of recording it as not solved and going on."""
@@ -87,8 +91,37 @@ class SolveOptions:
     """Solve again the problems that --out holds as failed (otherwise a resumed run counts them as done)."""
 
     def __post_init__(self) -> None:
-        from .run import strategy_entry
+        from .strategies.registry import strategy_entry
 
         strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
+
+
+class StrategyCommand(Command):
+    """A command whose options include every registered strategy's settings and whose --strategy help lists the
+    registered strategies, both read from the registry when the command runs: a strategy registered after
+    import (a plug-in, a test) is reachable with its settings, and nothing else lists strategies."""
+
+    _made: dict[type, list] = {}
+
+    def get_params(self, ctx):
+        from .strategies.registry import config_types, strategies
+
+        params = super().get_params(ctx)
+        have = {p.name for p in params}
+        for cls in config_types():
+            options = self._made.setdefault(cls, make_options(cls))
+            params[-1:-1] = [o for o in options if o.name not in have]
+            have |= {o.name for o in options}
+        for param in params:
+            if param.name == "strategy":
+                base = param.__dict__.setdefault("base_help", param.help)
+                listed = "; ".join(f"{name}: {entry.help}" for name, entry in strategies().items())
+                param.help = f"{base} Registered: {listed}"
+        return params
+
+    def parse_args(self, ctx, args):
+        from .settings import rename_deprecated
+
+        return super(Command, self).parse_args(ctx, rename_deprecated(self.get_params(ctx), args))

@@ -20,12 +20,20 @@ def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield orjson.loads(line)
+            record = orjson.loads(line)
         except orjson.JSONDecodeError as err:
             if lineno - 1 == last:
                 log.warning("%s:%d: incomplete last line (interrupted run?), ignored", path, lineno)
                 return
             raise ValueError(f"{path}:{lineno}: invalid results line: {err}") from None
+        yield upgrade_record(record)
+
+
+def upgrade_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier version in today's words: its votes under "aggregations" (they were "strategies")."""
+    if "strategies" in record and "aggregations" not in record:
+        record["aggregations"] = record.pop("strategies")
+    return record
 
 
 STATUSES = ("ok", "prompt_too_long", "failed")
@@ -36,6 +44,18 @@ fit the model's context, or its rows failed even alone (out of memory, a server 
 def record_status(record: dict[str, Any]) -> str:
     """A record's status; records written before statuses existed were all solved."""
     return record.get("status", "ok")
+
+
+def strategy_of(record: dict[str, Any]) -> str:
+    """The strategy that wrote a results line: `run.strategy`; lines of earlier versions named it in their
+    adaptive / search block, or nowhere (fixed)."""
+    named = record.get("run", {}).get("strategy")
+    if named:
+        return named
+    for block in ("adaptive", "search"):
+        if block in record:
+            return record[block].get("strategy", block)
+    return "fixed"
 
 
 def failure_record(problem, status: str, detail: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +69,7 @@ def failure_record(problem, status: str, detail: dict[str, Any]) -> dict[str, An
         "failure": detail,
         "samples": [],
         "classes": [],
-        "strategies": {},
+        "aggregations": {},
         "compute": {"prompt_tokens": 0, "generated_tokens": 0, "verifier_tokens": 0},
         "time_s": 0.0,
     }

@@ -1,14 +1,12 @@
-"""The one run loop: resume, chunking, results writing and progress, for every strategy.
+"""The one run loop: resume, chunking, results writing, failures and progress, for every strategy.
 
 A strategy is a *plan* (`Plan`) that the loop drives: given a chunk of problems it yields one record per problem
-as each finishes. Plans are registered by name (`register_strategy`); `Engine.solve(strategy=...)` builds the
-plan and hands it to `run_plan`. Adding a strategy is one new module with a `@register_strategy` class plus one
-line in `BUILTIN_STRATEGY_MODULES`.
+as each finishes. Plans are registered by name (`tts_engine.strategies.register_strategy`); `Engine.solve(strategy=
+...)` builds the plan and hands it to `run_plan`, which names the strategy in every record (`run.strategy`).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,16 +14,13 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from .backends.base import PromptFailedError, PromptTooLongError
 from .problems import Problem
-from .results import ResultsWriter, failure_record, record_status
+from .results import ResultsWriter, failure_record, record_status, strategy_of
 
 log = logging.getLogger(__name__)
 
 ROWS_PER_CHUNK = 512
 """Samples in flight per chunk: results are written as each problem of a chunk finishes (the backend batches
 inside a chunk)."""
-
-BUILTIN_STRATEGY_MODULES = ("tts_engine.fixed", "tts_engine.adaptive", "tts_engine.search.plan", "tts_engine.deepconf")
-"""Modules whose import registers the built-in strategies (loaded on first lookup)."""
 
 
 class ProblemFailedError(Exception):
@@ -78,56 +73,6 @@ class Plan(Protocol):
         """One record per problem of the chunk, yielded as each finishes (any order), with optional
         `RoundProgress` items for problems still open."""
         ...
-
-
-@dataclass(frozen=True)
-class StrategyEntry:
-    """A registered strategy: how to build its plan and which settings object it takes."""
-
-    name: str
-    build: Callable[..., Plan]
-    """build(engine, params, config, **extra) -> Plan."""
-    config_type: type | None
-    """The settings dataclass of the strategy (AdaptiveConfig, SearchConfig), or None."""
-    summary: str
-    """One line for --help and docs."""
-
-
-_STRATEGIES: dict[str, StrategyEntry] = {}
-
-
-def register_strategy(name: str, *, config_type: type | None = None, summary: str = ""):
-    """Class or function decorator: `build(engine, params, config, **extra) -> Plan` under `name`."""
-
-    def decorate(build):
-        if name in _STRATEGIES and _STRATEGIES[name].build is not build:
-            raise ValueError(f"strategy {name!r} is already registered")
-        _STRATEGIES[name] = StrategyEntry(name, build, config_type, summary or (build.__doc__ or "").split("\n")[0])
-        return build
-
-    return decorate
-
-
-def strategies() -> dict[str, StrategyEntry]:
-    """Every registered strategy, built-ins loaded."""
-    for module in BUILTIN_STRATEGY_MODULES:
-        importlib.import_module(module)
-    return dict(_STRATEGIES)
-
-
-def strategy_entry(name: str) -> StrategyEntry:
-    known = strategies()
-    if name not in known:
-        raise ValueError(f"strategy must be one of {sorted(known)}, got {name!r}")
-    return known[name]
-
-
-def strategy_of(record: dict[str, Any]) -> str:
-    """The strategy that wrote a results line (lines of fixed runs carry no strategy block)."""
-    for block in ("adaptive", "search"):
-        if block in record:
-            return record[block].get("strategy", block)
-    return record.get("run", {}).get("strategy", "fixed")
 
 
 class Run:
@@ -212,7 +157,7 @@ def run_plan(
 
     def finish(record: dict[str, Any]) -> None:
         record.setdefault("status", "ok")
-        record["run"] = plan.run_block
+        record["run"] = {**plan.run_block, "strategy": plan.name}
         run.finish(record)
         if on_record is not None:
             on_record(record)

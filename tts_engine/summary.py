@@ -13,9 +13,9 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     failed (prompt too long, rows that failed) count as not solved and are reported apart."""
     graded = [r for r in records if r.get("reference") is not None]
     solved = [r for r in graded if record_status(r) == "ok"]
-    keys = list(dict.fromkeys(k for r in records if record_status(r) == "ok" for k in r["strategies"]))
+    keys = list(dict.fromkeys(k for r in records if record_status(r) == "ok" for k in r["aggregations"]))
     accuracy = (
-        {k: sum(bool(r["strategies"].get(k, {}).get("correct")) for r in solved) / len(graded) for k in keys}
+        {k: sum(bool(r["aggregations"].get(k, {}).get("correct")) for r in solved) / len(graded) for k in keys}
         if graded
         else {}
     )
@@ -40,6 +40,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "judged_pairs": sum(r.get("judged_pairs", 0) for r in records),
         "grader": records[0].get("run", {}).get("grader", "rule") if records else "rule",
         "score_kinds": list(samples[0]["scores"]) if samples else [],
+        "headline_kind": next((r["run"].get("headline_kind") for r in records if "run" in r), None),
     }
 
 
@@ -71,29 +72,63 @@ def format_failures(failures: dict[str, Any]) -> str | None:
     return f"not solved, counted as wrong: {'; '.join(parts)} (their results lines say why; rerun with --retry-failed)"
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """A plain-text table a terminal shows well."""
-    lines = [f"problems: {summary['problems']} ({summary['graded']} with a reference), samples: {summary['samples']}"]
+def format_summary(summary: dict[str, Any], *, every_row: bool = False, lines: Sequence[str] = ()) -> str:
+    """A plain-text table a terminal shows well: the headline rows (pass@1, majority, the verifier's weighted and
+    best-of-N, the likelihood baseline, the best confidence kind) and a verdict of what the verifier bought, or
+    `every_row` (every aggregation over every score kind); then the strategy's own `lines`, tokens and time."""
+    out = [f"problems: {summary['problems']} ({summary['graded']} with a reference), samples: {summary['samples']}"]
     failed = format_failures(summary.get("failures") or {})
     if failed:
-        lines.append(failed)
-    if summary["accuracy"]:
-        lines.append(f"{'aggregation':<34}{'accuracy':>10}")
+        out.append(failed)
+    accuracy = summary["accuracy"]
+    shown = accuracy if every_row else headline_rows(accuracy, summary.get("headline_kind"))
+    if accuracy:
+        out.append(f"{'aggregation':<40}{'accuracy':>10}")
         if summary["pass@1"] is not None:
-            lines.append(f"{'pass@1 (mean over samples)':<34}{summary['pass@1']:>10.3f}")
-        for key, acc in summary["accuracy"].items():
-            lines.append(f"{key:<34}{acc:>10.3f}")
+            out.append(f"{'pass@1 (mean over samples)':<40}{summary['pass@1']:>10.3f}")
+        out += [f"{key:<40}{acc:>10.3f}" for key, acc in shown.items()]
+        verdict = _verdict(accuracy, summary.get("headline_kind"))
+        if verdict:
+            out.append(verdict)
+        if not every_row and len(shown) < len(accuracy):
+            out.append(f"({len(accuracy) - len(shown)} more rows with --all)")
     else:
-        lines.append("no reference answers: accuracy not computed")
-    lines.append(
+        out.append("no reference answers: accuracy not computed")
+    out += list(lines)
+    out.append(
         f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "
         f"verifier tokens / problem: {summary['verifier_tokens_per_problem']:.1f}, "
         f"time: {summary['time_s']:.1f} s" + _verify_share(summary)
     )
-    lines += _kind_legend(summary.get("score_kinds", []))
+    kinds = summary.get("score_kinds", [])
+    out += _kind_legend(kinds if every_row else [k for k in kinds if any(key.endswith(f":{k}") for key in shown)])
     if summary["grader"] != "rule":
-        lines.append(f"answer pairs sent to the judge: {summary['judged_pairs']}")
-    return "\n".join(lines)
+        out.append(f"answer pairs sent to the judge: {summary['judged_pairs']}")
+    return "\n".join(out)
+
+
+def headline_rows(accuracy: dict[str, float], headline: str | None) -> dict[str, float]:
+    """The rows people read: majority, the headline kind's weighted and best-of-N votes, the likelihood baseline
+    and the best of the confidence kinds' weighted votes (each where the run has it)."""
+    keys = ["majority"]
+    if headline:
+        keys += [f"weighted:{headline}", f"best_of_n:{headline}"]
+    keys.append("weighted:likelihood")
+    confidence = [k for k in accuracy if k.startswith("weighted:conf_")]
+    if confidence:
+        keys.append(max(confidence, key=lambda k: accuracy[k]))
+    return {k: accuracy[k] for k in keys if k in accuracy}
+
+
+def _verdict(accuracy: dict[str, float], headline: str | None) -> str | None:
+    """One line: what weighting the votes by the verifier bought over majority, and over the free baseline."""
+    key = f"weighted:{headline}" if headline else None
+    if key not in accuracy or "majority" not in accuracy:
+        return None
+    gain = accuracy[key] - accuracy["majority"]
+    baseline = accuracy.get("weighted:likelihood")
+    versus = f", {accuracy[key] - baseline:+.3f} over the likelihood baseline" if baseline is not None else ""
+    return f"verdict: weighting votes by {headline} gives {gain:+.3f} accuracy over majority{versus}"
 
 
 def _verify_share(summary: dict[str, Any]) -> str:

@@ -262,27 +262,32 @@ async def stream(server: Server, job: Job, ids: ResponseIds, watcher: asyncio.Ta
 
 def make_server(engine, options, params, configs: dict[str, Any], model_name: str) -> Server:
     """The server state for `engine`: request defaults from `tts serve`'s options (`ServeOptions`, the sampling
-    defaults `params`, the strategies' default settings `configs` by type name)."""
-    from ..run import strategies
+    defaults `params`, the strategies' default settings `configs` by type name; a registered strategy's settings
+    missing there get their defaults). Strategies, their settings and their score kinds come from the registry."""
+    from ..strategies.registry import config_types, record_kinds, strategies
 
-    kinds = ("likelihood", *(engine.verifier.kinds if engine.verifier is not None else ()))
-    score_kind = options.score_kind or engine.headline_kind or "likelihood"
-    if score_kind not in kinds:
-        raise ValueError(f"invalid value for --score-kind: must be one of {list(kinds)}, got {score_kind!r}")
+    entries = strategies()
+    configs = {cls.__name__: configs.get(cls.__name__) or cls() for cls in config_types()}
+    own = {name: configs[e.config_type.__name__] if e.config_type else None for name, e in entries.items()}
+    kinds = {name: record_kinds(engine, name, own[name], params.top_logprobs) for name in entries}
+    if options.score_kind is not None and options.score_kind not in kinds[options.strategy]:
+        raise ValueError(
+            f"invalid value for --score-kind: must be one of {list(kinds[options.strategy])}, got {options.score_kind!r}"
+        )
+    score_kind = {
+        name: options.score_kind if options.score_kind in kinds[name] else (e.headline(engine, own[name]) or None)
+        for name, e in entries.items()
+    }
     defaults = Defaults(
         model_name=model_name,
         strategy=options.strategy,
-        n=params.n,
-        temperature=params.temperature,
-        top_p=params.top_p,
-        max_new_tokens=params.max_new_tokens,
-        seed=params.seed,
+        params=params,
         aggregation=options.aggregation,
         score_kind=score_kind,
         score_kinds=kinds,
         return_candidates=options.return_candidates,
         configs=configs,
-        strategies={name: entry.config_type for name, entry in strategies().items()},
+        strategies=entries,
         max_samples=options.max_request_samples,
         max_tokens=options.max_request_tokens,
         max_prompts=options.max_request_prompts,
@@ -293,6 +298,5 @@ def make_server(engine, options, params, configs: dict[str, Any], model_name: st
         max_batch_rows=options.max_batch_rows,
         batch_wait_s=options.batch_wait_ms / 1000,
         batch_wait_share=options.batch_wait_share,
-        solve_settings={key: getattr(params, key) for key in ("top_logprobs", "confidence_window", "confidence_tail")},
     )
     return Server(engine, defaults, api_key=options.api_key, max_body_bytes=options.max_body_bytes, batcher=batcher)

@@ -1,8 +1,8 @@
 """Gather concurrent requests into shared `Engine.solve` calls on one worker thread.
 
 Engine.solve is synchronous and CPU/GPU-bound, so it runs on one thread fed by a bounded queue. The first
-request of a batch waits a moment (`_gathering_window`) for others with the same sampling settings (`SolveRequest.
-batch_key`: strategy, n, temperature, top_p, max tokens, seed, stop, strategy settings), up to `max_batch_rows`
+request of a batch waits a moment (`_gathering_window`) for others with the same settings (`SolveRequest.
+batch_key`: strategy, sampling settings, strategy settings), up to `max_batch_rows`
 samples; their problems go to the engine in one call, so N users cost about what one batch of their problems
 costs. Requests with other settings wait, in order, for a later batch.
 
@@ -95,11 +95,8 @@ class Batcher:
         max_batch_rows: int = 512,
         batch_wait_s: float = 0.01,
         batch_wait_share: float = 0.05,
-        solve_settings: dict[str, Any] | None = None,
     ):
         self.engine = engine
-        self.solve_settings = dict(solve_settings or {})
-        """Server-wide `Engine.solve` keywords no request sets (the token-confidence settings of `tts serve`)."""
         self.max_queue, self.max_batch_rows = max_queue, max_batch_rows
         self.batch_wait_s, self.batch_wait_share = batch_wait_s, batch_wait_share
         self._cond = threading.Condition()
@@ -272,18 +269,13 @@ class Batcher:
         records = self.engine.solve(
             problems,
             strategy=request.strategy,
-            n=request.n,
-            temperature=request.temperature,
-            top_p=request.top_p,
-            max_new_tokens=request.max_new_tokens,
-            seed=request.seed,
+            config=request.config,
+            **request.params.solve_keywords(),
+            stop=request.params.stop,
             progress=False,
             strict=True,  # a prompt that does not fit is the request's 400, never a record
-            stop=request.stop,
             on_record=on_record,
             on_progress=on_progress,
-            **self.solve_settings,
-            **strategy_keywords(request.config),
         )
         for record in records:  # every record was reported as it finished; delivering again is a no-op
             on_record(record)
@@ -291,14 +283,6 @@ class Batcher:
             self.counts["batches"] += 1
             self.counts["requests"] += len(batch)
             self.counts["problems"] += len(problems)
-
-
-def strategy_keywords(config: Any) -> dict[str, Any]:
-    """Engine.solve's keyword for a strategy's settings: adaptive=AdaptiveConfig, search=SearchConfig."""
-    if config is None:
-        return {}
-    name = type(config).__name__
-    return {"adaptive" if name == "AdaptiveConfig" else "search" if name == "SearchConfig" else "config": config}
 
 
 def engine_error(err: Exception) -> ApiError:

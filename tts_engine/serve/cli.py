@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ..adaptive import AdaptiveConfig
-from ..options import SAMPLING_EXCLUDE, EngineOptions
+from ..engine import SOLVE_DEFAULTS
+from ..options import SAMPLING_EXCLUDE, EngineOptions, StrategyCommand
 from ..params import SamplingParams
-from ..search import SearchConfig
-from ..settings import Command, build, options
+from ..settings import build, options
 from .options import ServeOptions
 
 
-@click.command(cls=Command)
+@click.command(cls=StrategyCommand)
 @options(EngineOptions)
-@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 16})
+@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults=SOLVE_DEFAULTS)
 @options(ServeOptions)
-@options(AdaptiveConfig)
-@options(SearchConfig)
 def serve(**settings):
     """Serve test-time scaling behind an OpenAI-compatible API: POST /v1/chat/completions and /v1/completions,
     GET /v1/models and /health (docs/serve.md). The sampling and strategy options are the defaults of requests
@@ -27,8 +24,10 @@ def serve(**settings):
     from .app import create_app, make_server
 
     serve_options = build(ServeOptions, settings)
-    params = build(SamplingParams, settings, defaults={"n": 16})
-    configs = {cls.__name__: build(cls, settings) for cls in (AdaptiveConfig, SearchConfig)}
+    from ..strategies.registry import config_types
+
+    params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
+    configs = {cls.__name__: build(cls, settings) for cls in config_types()}
     engine_options = build(EngineOptions, settings)
     engine = engine_options.make_engine()
     name = serve_options.model_name(engine_options.model)

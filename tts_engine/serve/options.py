@@ -32,7 +32,7 @@ class ServeOptions:
     served_model_name: str | None = None
     """Model name clients send and /v1/models lists. Default: 'tts-default' for the embedded model, else --model."""
     strategy: str = "fixed"
-    """Default strategy of a request that names none (fixed, adaptive-length, adaptive-n, beam, dvts)."""
+    """Default strategy of a request that names none."""
     aggregation: str = setting("weighted", choices=tuple(AGGREGATIONS))
     """Default vote that picks the answer: majority, weighted (sum of scores per answer class) or best_of_n."""
     score_kind: str | None = None
@@ -82,7 +82,7 @@ class ServeOptions:
             raise ValueError(f"batch_wait_share must be in [0, 1], got {self.batch_wait_share}")
         if self.api_key is None:
             self.api_key = os.environ.get(API_KEY_ENV) or None
-        from ..run import strategy_entry
+        from ..strategies.registry import strategy_entry
 
         strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
 

@@ -105,19 +105,27 @@ def as_choice(body: dict[str, Any], index: int, kind: str, *, stream: bool = Fal
     return {"index": index, ("delta" if stream else "message"): message, "logprobs": None, **body}
 
 
+ENGINE_RECORD_KEYS = frozenset(
+    ("id", "problem", "reference", "fields", "prompt", "samples", "classes", "aggregations", "compute", "run")
+    + ("time_s", "verify_time_s", "judged_pairs", "status", "failure")
+)
+"""What every results record holds (docs/results.md); any other key is its strategy's block (adaptive, deepconf,
+search, ...)."""
+
+
 def tts_block(request: SolveRequest, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What the response says of the scaling itself: strategy, samples, vote, and each problem's compute."""
     problems = []
     for record in records:
         entry = {"compute": record["compute"], "samples": len(record["samples"])}
-        entry.update({k: record[k] for k in ("adaptive", "search") if k in record})
+        entry.update({k: v for k, v in record.items() if k not in ENGINE_RECORD_KEYS})  # the strategy's own block
         problems.append(entry)
     return {
         "strategy": request.strategy,
-        "n": request.n,
+        "n": request.params.n,
         "aggregation": request.vote,
         "score_kind": request.pick_kind,
-        "seed": request.seed,
+        "seed": request.params.seed,
         "problems": problems,
     }
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..aggregate import AGGREGATIONS
+from ..params import SamplingParams
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 TTS_FIELDS = ("strategy", "n", "aggregation", "score_kind", "return_candidates")
@@ -56,16 +57,13 @@ class SolveRequest:
     texts: tuple[str, ...]
     """Problem texts: the last user turn (chat) or each prompt (completions)."""
     strategy: str
-    n: int
-    """Samples per problem (tts.n)."""
-    temperature: float
-    top_p: float
-    max_new_tokens: int
-    seed: int | None
-    stop: tuple[str, ...]
-    """Stop strings added to the model's own."""
+    params: SamplingParams
+    """How each problem's samples are drawn: the request's fields over the server's defaults (n is tts.n; stop
+    strings are added to the model's own)."""
     config: Any
-    """The strategy's settings object (AdaptiveConfig, SearchConfig) or None."""
+    """The strategy's settings object (its registered settings type) or None."""
+    samples: int
+    """Samples one problem holds at most (the strategy's `samples`, e.g. adaptive-n's max_n)."""
     vote: str
     """The aggregation key that picks the answer: majority, weighted:<kind> or best_of_n:<kind>."""
     pick_kind: str | None
@@ -80,13 +78,11 @@ class SolveRequest:
     def batch_key(self) -> tuple:
         """Requests with equal keys can share one Engine.solve call."""
         config = json.dumps(dataclasses.asdict(self.config), sort_keys=True) if self.config is not None else None
-        sampling = (self.n, self.temperature, self.top_p, self.max_new_tokens, self.seed, self.stop)
-        return (self.strategy, *sampling, config)
+        return (self.strategy, json.dumps(dataclasses.asdict(self.params), sort_keys=True), config)
 
     @property
     def rows_per_problem(self) -> int:
-        """Samples one problem holds at most (adaptive-n grows to max_n)."""
-        return max(self.n, getattr(self.config, "max_n", 0) if self.strategy == "adaptive-n" else 0)
+        return max(self.params.n, self.samples)
 
 
 @dataclass
@@ -95,21 +91,19 @@ class Defaults:
 
     model_name: str
     strategy: str
-    n: int
-    temperature: float
-    top_p: float
-    max_new_tokens: int
-    seed: int | None
+    params: SamplingParams
+    """The server's sampling settings (`tts serve`'s SamplingParams options); a request overrides n, temperature,
+    top_p, max tokens, seed and stop."""
     aggregation: str
-    score_kind: str | None
-    """Default kind of weighted / best_of_n (None: no verifier; majority then picks by likelihood)."""
-    score_kinds: tuple[str, ...]
-    """Kinds a request may name (likelihood and the verifier's)."""
+    score_kind: dict[str, str | None]
+    """Strategy -> default kind of weighted / best_of_n (None: no verifier; majority then picks by likelihood)."""
+    score_kinds: dict[str, tuple[str, ...]]
+    """Strategy -> the kinds its records carry (`tts_engine.strategies.record_kinds`): what a request may name."""
     return_candidates: bool
     configs: dict[str, Any]
-    """Strategy-settings type name -> the server's default instance (AdaptiveConfig, SearchConfig)."""
-    strategies: dict[str, type | None]
-    """Strategy name -> its settings type."""
+    """Strategy-settings type name -> the server's default instance."""
+    strategies: dict[str, Any]
+    """Strategy name -> its registry entry (`tts_engine.strategies.StrategyEntry`)."""
     max_samples: int
     max_tokens: int
     max_prompts: int
@@ -253,29 +247,34 @@ def parse_request(body: Any, kind: str, defaults: Defaults) -> SolveRequest:
         texts = [check_problem(t, "prompt") for t in completion_problems(body, defaults.max_prompts)]
     tts = read_object(body, "tts")
     strategy = tts_strategy(tts, prefix, defaults)
-    n = read_int(tts, "n", 1, defaults.max_samples, defaults.n, param="tts.n")
+    n = read_int(tts, "n", 1, defaults.max_samples, defaults.params.n, param="tts.n")
     config = strategy_config(tts, strategy, n, defaults)
-    vote, pick_kind = tts_vote(tts, defaults)
+    vote, pick_kind = tts_vote(tts, strategy, defaults)
     max_new_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     name = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
-    max_new_tokens = read_int({name: max_new_tokens}, name, 1, defaults.max_tokens, None) or defaults.max_new_tokens
+    max_new_tokens = read_int({name: max_new_tokens}, name, 1, defaults.max_tokens, None)
     stream_options = read_object(body, "stream_options")
-    samples = max(n, getattr(config, "max_n", 0) if strategy == "adaptive-n" else 0)
+    samples = defaults.strategies[strategy].samples(n, config)
+    params = dataclasses.replace(
+        defaults.params,
+        n=n,
+        temperature=read_float(body, "temperature", 0.0, 2.0, defaults.params.temperature),
+        top_p=read_float(body, "top_p", 0.0, 1.0, defaults.params.top_p, open_low=True),
+        max_new_tokens=max_new_tokens or defaults.params.max_new_tokens,
+        seed=read_int(body, "seed", -(2**63), 2**63 - 1, defaults.params.seed),
+        stop=list(read_stop(body)),
+    )
     return SolveRequest(
         kind=kind,
         model=body["model"],
         texts=tuple(texts),
         strategy=strategy,
-        n=n,
-        temperature=read_float(body, "temperature", 0.0, 2.0, defaults.temperature),
-        top_p=read_float(body, "top_p", 0.0, 1.0, defaults.top_p, open_low=True),
-        max_new_tokens=max_new_tokens,
-        seed=read_int(body, "seed", -(2**63), 2**63 - 1, defaults.seed),
-        stop=read_stop(body),
+        params=params,
         config=config,
+        samples=samples,
         vote=vote,
         pick_kind=pick_kind,
-        answers=read_int(body, "n", 1, samples, 1),
+        answers=read_int(body, "n", 1, max(n, samples), 1),
         return_candidates=read_bool(
             tts, "return_candidates", defaults.return_candidates, param="tts.return_candidates"
         ),
@@ -316,11 +315,11 @@ def tts_strategy(tts: dict, prefix: str | None, defaults: Defaults) -> str:
             param="tts.strategy",
         )
     strategy = strategy or prefix or defaults.strategy
-    own = config_fields(defaults.strategies[strategy])
+    own = config_fields(defaults.strategies[strategy].config_type)
     for key in tts:
         if key in TTS_FIELDS or key in own:
             continue
-        owners = [s for s, t in sorted(defaults.strategies.items()) if key in config_fields(t)]
+        owners = [s for s, e in sorted(defaults.strategies.items()) if key in config_fields(e.config_type)]
         where = f"a setting of {', '.join(owners)}" if owners else f"known: {sorted({*TTS_FIELDS, *own})}"
         raise ApiError(f"tts.{key}: strategy {strategy!r} takes no {key!r} ({where})", param=f"tts.{key}")
     return strategy
@@ -336,7 +335,7 @@ def config_fields(config_type: type | None) -> dict[str, Any]:
 
 def strategy_config(tts: dict, strategy: str, n: int, defaults: Defaults) -> Any:
     """The server's settings of `strategy` with the request's overrides, validated by the dataclass itself."""
-    config_type = defaults.strategies[strategy]
+    config_type = defaults.strategies[strategy].config_type
     if config_type is None:
         return None
     types = config_fields(config_type)
@@ -400,9 +399,9 @@ def _param_named(message: str, names: list[str]) -> str | None:
     return None
 
 
-def tts_vote(tts: dict, defaults: Defaults) -> tuple[str, str]:
-    """(aggregation key, the score kind that picks a class's sample). `aggregation` may carry the kind itself
-    ("weighted:likelihood")."""
+def tts_vote(tts: dict, strategy: str, defaults: Defaults) -> tuple[str, str]:
+    """(aggregation key, the score kind that picks a class's sample), among the kinds `strategy`'s records carry.
+    `aggregation` may carry the kind itself ("weighted:likelihood")."""
     aggregation = tts.get("aggregation", defaults.aggregation)
     if not isinstance(aggregation, str):
         raise ApiError(
@@ -415,9 +414,11 @@ def tts_vote(tts: dict, defaults: Defaults) -> tuple[str, str]:
             f"got {_show(aggregation)}",
             param="tts.aggregation",
         )
-    kind = tts.get("score_kind") or kind or defaults.score_kind
-    if not isinstance(kind, str) or kind not in defaults.score_kinds:
+    kind = tts.get("score_kind") or kind or defaults.score_kind[strategy] or "likelihood"
+    kinds = defaults.score_kinds[strategy]
+    if not isinstance(kind, str) or kind not in kinds:
         raise ApiError(
-            f"tts.score_kind must be one of {list(defaults.score_kinds)}, got {_show(kind)}", param="tts.score_kind"
+            f"tts.score_kind must be one of {list(kinds)} (strategy {strategy}), got {_show(kind)}",
+            param="tts.score_kind",
         )
     return ("majority" if rule == "majority" else f"{rule}:{kind}"), kind

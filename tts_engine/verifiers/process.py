@@ -151,7 +151,8 @@ def verdict_prefix(text: str, parsed: ParsedVerification, form: str) -> tuple[st
 
 
 # --- serving -----------------------------------------------------------------------------------------------
-AGGREGATIONS = ("final", "min", "prod", "mean", "last")
+PROCESS_HEADLINES = ("final", "min", "prod", "mean", "last")
+"""What the process verifier's headline score `process` is: its final verdict, or its step verdicts aggregated."""
 STEP_SCORE_MODES = ("sampled", "exact")
 PROCESS_INSTRUCTION = (
     "Verify the solution step by step. For each step, explain and end with \\boxed{CORRECT} or "
@@ -192,7 +193,7 @@ def aggregate_steps(step_scores: list[float], how: str) -> float:
         return sum(step_scores) / len(step_scores)
     if how == "last":
         return step_scores[-1]
-    raise ValueError(f"step aggregation must be one of {AGGREGATIONS[1:]}, got {how!r}")
+    raise ValueError(f"step aggregation must be one of {PROCESS_HEADLINES[1:]}, got {how!r}")
 
 
 def build_process_prompt(
@@ -257,8 +258,8 @@ class ProcessVerifier:
     ):
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+        if aggregation not in PROCESS_HEADLINES:
+            raise ValueError(f"aggregation must be one of {PROCESS_HEADLINES}, got {aggregation!r}")
         if step_scores not in STEP_SCORE_MODES:
             raise ValueError(f"step_scores must be one of {STEP_SCORE_MODES}, got {step_scores!r}")
         self.backend = backend
@@ -334,7 +335,7 @@ class ProcessVerifier:
             ly, ln = final[k]
             p_final = _sigmoid(ly - ln)
             scores = {"process_final": p_final}
-            for how in AGGREGATIONS[1:]:
+            for how in PROCESS_HEADLINES[1:]:
                 scores[f"process_{how}"] = aggregate_steps(steps[k], how) if steps[k] else p_final
             scores["process"] = scores[f"process_{self.aggregation}"]
             status = p.status + ("+forced_verdict" if prefixes[k][1] else "")

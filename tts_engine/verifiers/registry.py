@@ -19,7 +19,7 @@ BUILTIN_VERIFIER_MODULES = (
     "tts_engine.verifiers.unified",
     "tts_engine.verifiers.checking",
     "tts_engine.verifiers.process",
-    "tts_engine.search.runner",  # the step_* kinds a search's beams carry
+    "tts_engine.strategies.search.runner",  # the step_* kinds a search's beams carry
 )
 TASKS_PACKAGE = "tts_engine.tasks"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from .params import SamplingParams
-from .problems import Problem
-from .run import register_strategy
+from ..params import SamplingParams
+from ..problems import Problem
+from .registry import register_strategy
 
 
-@register_strategy("fixed", summary="N samples of --max-new-tokens each, all scored and voted on.")
+@register_strategy("fixed", help="N samples of --max-new-tokens each, all scored and voted on.")
 class FixedPlan:
     """One engine step (generate, extract, group, grade, score, vote) per chunk of problems."""
 

@@ -1,7 +1,7 @@
 """Step-level search guided by a process scorer: beam search and DVTS (docs/search.md).
 
-from tts_engine.search import SearchConfig
-records = engine.solve(problems, strategy="beam", search=SearchConfig(beam_width=4), n=16, out="beam.jsonl")
+from tts_engine.strategies.search import SearchConfig
+records = engine.solve(problems, strategy="beam", config=SearchConfig(beam_width=4), n=16, out="beam.jsonl")
 """
 
 from .config import STEP_AGGREGATIONS, SearchConfig

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Callable, Iterator, Sequence
 
-from ..params import SamplingParams
-from ..problems import Problem
-from ..run import register_strategy
+from ...params import SamplingParams
+from ...problems import Problem
+from ..registry import register_strategy
 from .config import SearchConfig
-from .runner import Search, build_records, new_trees, run_rounds
+from .runner import SCORE_KINDS, Search, build_records, new_trees, run_rounds
 from .strategies import GroupPlan, beam_groups, dvts_groups
 
 
@@ -41,7 +41,7 @@ class SearchPlan:
         self.run_block: dict[str, Any] = {
             **engine.run_info(params),
             "verifier": getattr(scorer, "name", type(scorer).__name__),
-            "search": {"strategy": name, **asdict(config), "step_delimiter": delimiter},
+            "search": {**asdict(config), "step_delimiter": delimiter},
         }
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
@@ -49,11 +49,24 @@ class SearchPlan:
             yield from build_records(self.engine, [tree], self.params, self.run_block)
 
 
-@register_strategy("beam", config_type=SearchConfig, summary="Step-level beam search scored by a step scorer.")
+def _step_kinds(engine, config) -> tuple[str, ...]:
+    """A search's records carry the beams' own step scores, not the engine verifier's."""
+    return SCORE_KINDS
+
+
+def _step_headline(engine, config: SearchConfig | None) -> str:
+    """The step kind a search's votes use by default: its --step-aggregation, else the last step's score."""
+    return f"step_{(config.step_aggregation if config is not None else None) or 'last'}"
+
+
+SEARCH_ENTRY = {"config_type": SearchConfig, "verifier_kinds": _step_kinds, "headline": _step_headline}
+
+
+@register_strategy("beam", help="Step-level beam search scored by a step scorer.", **SEARCH_ENTRY)
 def beam_plan(engine, params: SamplingParams, config: SearchConfig, **extra) -> SearchPlan:
     return SearchPlan("beam", beam_groups, engine, params, config, **extra)
 
 
-@register_strategy("dvts", config_type=SearchConfig, summary="Diverse verifier tree search: N/M greedy subtrees.")
+@register_strategy("dvts", help="Diverse verifier tree search: N/M greedy subtrees.", **SEARCH_ENTRY)
 def dvts_plan(engine, params: SamplingParams, config: SearchConfig, **extra) -> SearchPlan:
     return SearchPlan("dvts", dvts_groups, engine, params, config, **extra)

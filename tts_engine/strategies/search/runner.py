@@ -18,13 +18,13 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from ..adaptive import derive_seed
-from ..backends.base import Sample
-from ..params import SamplingParams
-from ..problems import Problem
-from ..run import generate_or_fail
-from ..verifiers.base import SampleScore
-from ..verifiers.registry import register_score_kind
+from ...backends.base import Sample
+from ...params import SamplingParams
+from ...problems import Problem
+from ...run import generate_or_fail
+from ...verifiers.base import SampleScore
+from ...verifiers.registry import register_score_kind
+from ..rounds import derive_seed
 from .config import STEP_AGGREGATIONS, SearchConfig
 from .strategies import GroupPlan
 
@@ -318,7 +318,7 @@ class _StepVerdicts:
 
 def step_verdict(node: Node) -> SampleScore:
     """A finished beam's step scores as the record's score kinds (0 for a beam with no step)."""
-    from ..verifiers.process import aggregate_steps
+    from ...verifiers.process import aggregate_steps
 
     scores = {
         f"step_{how}": (aggregate_steps(node.step_scores, how) if node.step_scores else 0.0)
@@ -350,7 +350,6 @@ def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_blo
             }
         )
         record["search"] = {
-            "strategy": run_block["search"]["strategy"],
             "rounds": tree.rounds,
             "nodes": [n.to_json() for n in tree.nodes],
         }

@@ -18,9 +18,9 @@ Per problem (per chunk of problems, all in the same generate calls):
    the confidence-weighted votes). A problem stops once the vote share of `consensus_from` reaches
    `consensus` (DeepConf's tau), or at N samples (`--n`).
 
-The answer is the vote `vote_from` (any key of a record's "strategies"): confidence and the verifier are two
+The answer is the vote `vote_from` (any key of a record's "aggregations"): confidence and the verifier are two
 signals, so either can stop (`consensus_from`) and either can answer (`vote_from`); the trace stop is always by
-confidence. Records are the engine's with every key of "strategies" voted over the samples that vote, plus a
+confidence. Records are the engine's with every key of "aggregations" voted over the samples that vote, plus a
 "deepconf" block.
 """
 
@@ -30,27 +30,27 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Literal, Sequence
 
-from .adaptive import (
+from ..aggregate import aggregation_keys, vote_predictions
+from ..backends.base import Sample
+from ..confidence import group_confidences, percentile_threshold
+from ..params import SamplingParams
+from ..problems import Problem
+from ..settings import setting
+from .registry import record_kinds, register_strategy
+from .rounds import (
     CONFIDENCE_OVER,
-    _cached,
-    _Clock,
-    _generate,
-    _Track,
+    Clock,
+    Track,
+    cached,
     can_continue,
     check_confidence_over,
     check_tau,
     continue_samples,
     derive_seed,
+    generate,
     record_confidence,
+    score_open,
 )
-from .aggregate import aggregation_keys
-from .backends.base import Sample
-from .confidence import CONFIDENCE_KINDS, group_confidences, percentile_threshold
-from .engine import strategy_predictions
-from .params import SamplingParams
-from .problems import Problem
-from .run import register_strategy
-from .settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -107,14 +107,9 @@ class DeepConfConfig:
             raise ValueError(f"stop_check_tokens must be an integer >= 0, got {self.stop_check_tokens!r}")
 
 
-def vote_keys(engine) -> list[str]:
-    """The vote keys the engine's records carry with confidence kinds (the choices of vote_from, consensus_from)."""
-    verifier_kinds = list(engine.verifier.kinds) if engine.verifier is not None else []
-    return aggregation_keys(["likelihood", *CONFIDENCE_KINDS, *verifier_kinds])
-
-
-def _check_key(engine, key: str, name: str) -> str:
-    keys = vote_keys(engine)
+def _check_key(engine, params: SamplingParams, key: str, name: str) -> str:
+    """`key` if the run's records carry that vote (the choices of vote_from, consensus_from)."""
+    keys = aggregation_keys(record_kinds(engine, "deepconf", None, params.top_logprobs))
     if key not in keys:
         raise ValueError(f"{name} must be one of {keys}, got {key!r}")
     return key
@@ -150,14 +145,15 @@ def revote(record: dict[str, Any], stopped_votes: str) -> list[dict[str, Any]]:
     """Recompute every vote of `record` over the samples that vote; returns those sample records."""
     voters = voting_view(record, stopped_votes)
     grades = [c["correct"] for c in record["classes"]]
-    record["strategies"] = strategy_predictions(voters, grades, has_reference=record["reference"] is not None)
+    record["aggregations"] = vote_predictions(voters, grades, has_reference=record["reference"] is not None)
     return voters
 
 
 @register_strategy(
     "deepconf",
     config_type=DeepConfConfig,
-    summary="Warm-up sets a confidence threshold; later samples stop when below it; stop at consensus or N.",
+    help="Warm-up sets a confidence threshold; later samples stop when below it; stop at consensus or N.",
+    summary_lines=lambda records: format_deepconf_summary(records),
 )
 class DeepConfPlan:
     """DeepConf online: warm-up, confidence-stopped waves, consensus stop (see the module docstring)."""
@@ -170,14 +166,13 @@ class DeepConfPlan:
         if config.warmup > params.n:
             raise ValueError(f"warmup must be <= n, got warmup={config.warmup}, n={params.n}")
         self.engine, self.params, self.config = engine, params, config
-        self.vote_key = _check_key(engine, config.vote_from or DEFAULT_VOTE, "vote_from")
-        self.consensus_key = _check_key(engine, config.consensus_from or self.vote_key, "consensus_from")
+        self.vote_key = _check_key(engine, params, config.vote_from or DEFAULT_VOTE, "vote_from")
+        self.consensus_key = _check_key(engine, params, config.consensus_from or self.vote_key, "consensus_from")
         self.in_loop = engine.backend.name in IN_LOOP_BACKENDS
         self.chunk_tokens = config.stop_check_tokens or params.confidence_window
         self.rows_per_problem = max(config.warmup, config.trace_wave)
         self.run_threshold: float | None = None
         self.settings = {
-            "strategy": self.name,
             "warmup": config.warmup,
             "eta": config.eta,
             "calibrate": config.calibrate,
@@ -189,8 +184,8 @@ class DeepConfPlan:
             "trace_wave": config.trace_wave,
             "stop_mode": "in_loop" if self.in_loop else f"chunks of {self.chunk_tokens} tokens",
         }
-        self.run_block = {**engine.run_info(params), "strategy": self.name, "deepconf": self.settings}
-        self.verifier = _cached(engine.verifier)
+        self.run_block = {**engine.run_info(params), "deepconf": self.settings}
+        self.verifier = cached(engine.verifier)
 
     # --- thresholds ---------------------------------------------------------------------------------------
     def _thresholds(self, warm: Sequence[Sequence[Sample]]) -> list[float]:
@@ -212,10 +207,10 @@ class DeepConfPlan:
     def _stopped_wave(self, problems, prompts, step: SamplingParams, thresholds: list[float]) -> list[list[Sample]]:
         """One wave of samples per prompt, each stopped when its window confidence falls below its threshold."""
         if self.in_loop:
-            return _generate(self.engine, problems, prompts, replace(step, stop_below=thresholds))
+            return generate(self.engine, problems, prompts, replace(step, stop_below=thresholds))
         window = step.confidence_window
         budget = min(self.chunk_tokens, step.max_new_tokens)
-        samples = _generate(self.engine, problems, prompts, replace(step, max_new_tokens=budget))
+        samples = generate(self.engine, problems, prompts, replace(step, max_new_tokens=budget))
         samples = [stop_low(row, t, window) for row, t in zip(samples, thresholds)]
         round_index = 0
         max_len = self.engine.backend.max_model_len
@@ -230,24 +225,18 @@ class DeepConfPlan:
     # --- the plan -----------------------------------------------------------------------------------------
     def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
         engine, params, config = self.engine, self.params, self.config
-        clock, prompts = _Clock(), engine.prompts(problems)
+        clock, prompts = Clock(), engine.prompts(problems)
         warm_params = replace(params, n=config.warmup)
-        samples = _generate(engine, problems, prompts, warm_params)  # (P, warmup)
+        samples = generate(engine, problems, prompts, warm_params)  # (P, warmup)
         thresholds = self._thresholds(samples)
-        tracks = [_Track() for _ in problems]
+        tracks = [Track() for _ in problems]
         open_rows = list(range(len(problems)))
         wave_index = 0
         while open_rows:
-            records = engine.score_samples(
-                [problems[i] for i in open_rows],
-                [prompts[i] for i in open_rows],
-                [samples[i] for i in open_rows],
-                params,
-                verifier=self.verifier,
-            )
-            clock.charge(tracks, open_rows)
             still_open = []
-            for i, record in zip(open_rows, records):
+            for i, record in score_open(
+                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+            ):
                 voters = revote(record, config.stopped_votes)
                 share = record_confidence({**record, "samples": voters}, self.consensus_key, config.consensus_over)
                 tracks[i].confidences.append(share)
@@ -273,10 +262,9 @@ class DeepConfPlan:
                 samples[i].extend(row)
             wave_index += 1
 
-    def _finish(self, record, track: _Track, threshold: float, share: float, reason: str, used: int, waves: int):
-        vote = record["strategies"][self.vote_key]
+    def _finish(self, record, track: Track, threshold: float, share: float, reason: str, used: int, waves: int):
+        vote = record["aggregations"][self.vote_key]
         record["deepconf"] = {
-            "strategy": self.name,
             "threshold": round(threshold, 6) if threshold not in (float("inf"), float("-inf")) else None,
             "confidence": share,
             "confidences": track.confidences,
@@ -294,16 +282,16 @@ class DeepConfPlan:
         return record
 
 
-def format_deepconf_summary(records: Sequence[dict[str, Any]]) -> str:
+def format_deepconf_summary(records: Sequence[dict[str, Any]]) -> list[str]:
     """One line on what a deepconf run spent and how its answers scored."""
     blocks = [r["deepconf"] for r in records if "deepconf" in r]
     if not blocks:
-        return "no deepconf records"
+        return []
     graded = [b for b in blocks if b["correct"] is not None]
     accuracy = f"{sum(bool(b['correct']) for b in graded) / len(graded):.3f}" if graded else "n/a"
-    return (
+    return [
         f"deepconf ({blocks[0]['vote_from']}): accuracy {accuracy}, mean N used "
         f"{sum(b['n_used'] for b in blocks) / len(blocks):.1f}, stopped samples / problem "
         f"{sum(b['stopped_samples'] for b in blocks) / len(blocks):.1f}, generated tokens / problem "
         f"{sum(b['tokens_spent'] for b in blocks) / len(blocks):.1f}"
-    )
+    ]

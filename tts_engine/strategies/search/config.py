@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..verifiers.process import aggregate_steps
+from ...verifiers.process import aggregate_steps
 
 STEP_AGGREGATIONS = ("last", "min", "prod", "mean")
 
@@ -54,7 +54,7 @@ class SearchConfig:
         if self.step_delimiter is not None and not self.step_delimiter:
             raise ValueError("step_delimiter must be a non-empty string, got ''")
         if self.prm_format is not None:
-            from ..verifiers.prm import check_prm_format
+            from ...verifiers.prm import check_prm_format
 
             check_prm_format(self.prm_format)
 

@@ -1,0 +1,313 @@
+"""Adaptive test-time compute: spend more only on the problems whose vote is not yet confident.
+
+- **Adaptive length**: N samples at the first token budget; problems whose confidence is below tau get their
+  samples that stopped on the length limit continued (the existing text is the prefix, never regenerated) to
+  the next budget; stop at tau or at the last budget. A problem whose samples all stopped early is done.
+- **Adaptive N**: samples in waves of W per open problem; a problem stops once its confidence reaches tau
+  (after at least min_n samples) or at max_n.
+
+Confidence is that of one strategy's vote (`confidence_from`, a key of a record's "aggregations"; default the
+headline: weighted by the verifier's `headline_kind` where it names one, else by `verifier_<score_norm>`;
+`majority` without a verifier), as a share of the answered samples (the vote's own confidence) or of all
+samples or of the number of samples (`confidence_over`, see CONFIDENCE_OVER). Records are the engine's
+(`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
+with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Sequence
+
+from ..aggregate import aggregation_keys
+from ..backends.base import Sample
+from ..params import SamplingParams
+from ..problems import Problem
+from ..run import RoundProgress
+from ..settings import setting
+from .registry import record_kinds, register_strategy
+from .rounds import (
+    CONFIDENCE_OVER,
+    Clock,
+    Track,
+    cached,
+    can_continue,
+    check_confidence_over,
+    check_tau,
+    continue_samples,
+    derive_seed,
+    generate,
+    score_open,
+)
+
+ADAPTIVE_STRATEGIES = ("adaptive-length", "adaptive-n")
+
+
+# --- parameters --------------------------------------------------------------------------------------------
+def check_budgets(budgets: Sequence[int]) -> list[int]:
+    """Token budgets as a list of strictly increasing positive integers, or a clear error."""
+    budgets = list(budgets)
+    if not budgets:
+        raise ValueError("budgets must list at least one token budget, got []")
+    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+        raise ValueError(f"budgets must be positive integers, got {budgets}")
+    if any(later <= earlier for earlier, later in zip(budgets, budgets[1:])):
+        raise ValueError(f"budgets must be strictly increasing, got {budgets}")
+    return budgets
+
+
+def parse_budgets(text: str) -> list[int]:
+    """'256,512,1024' -> [256, 512, 1024], checked."""
+    try:
+        budgets = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"budgets must be comma-separated integers such as 256,512,1024, got {text!r}") from None
+    return check_budgets(budgets)
+
+
+def check_waves(wave: int, min_n: int, max_n: int) -> None:
+    for name, value in (("wave", wave), ("min_n", min_n), ("max_n", max_n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if max_n < min_n:
+        raise ValueError(f"max_n must be >= min_n, got max_n={max_n}, min_n={min_n}")
+
+
+def confidence_key(engine, confidence_from: str | None, top_logprobs: int = 20) -> str:
+    """The vote whose confidence is compared with tau: the given one (any vote key the run's records carry),
+    else the headline: weighted by the verifier's headline kind, or majority without a verifier."""
+    if confidence_from is None:
+        return "majority" if engine.headline_kind is None else f"weighted:{engine.headline_kind}"
+    keys = aggregation_keys(record_kinds(engine, "adaptive-n", None, top_logprobs))
+    if confidence_from not in keys:
+        raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
+    return confidence_from
+
+
+@dataclass
+class AdaptiveConfig:
+    """Settings of the adaptive strategies (`tts solve --strategy adaptive-length|adaptive-n`)."""
+
+    budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
+    """adaptive-length: increasing token budgets (replaces --max-new-tokens)."""
+    tau: float | None = None
+    """Confidence in [0, 1] that stops a problem (default 0.6 for adaptive-length, 0.8 for adaptive-n)."""
+    confidence_from: str | None = None
+    """Strategy key whose vote confidence is compared with tau (default weighted:verifier_<score-norm> with a
+    verifier, else majority)."""
+    confidence_over: str = setting("answered", choices=CONFIDENCE_OVER)
+    """Confidence as a share of the scores of the samples with an answer, of all samples' scores (samples with
+    no answer yet then count against stopping), or of the number of samples (a verifier's doubt counts against
+    stopping: use it with a verifier's weighted vote)."""
+    wave: int = 4
+    """adaptive-n: samples per wave."""
+    min_n: int = 4
+    """adaptive-n: fewest samples before stopping."""
+    max_n: int = 64
+    """adaptive-n: most samples (replaces --n)."""
+
+    def __post_init__(self) -> None:
+        self.budgets = check_budgets(self.budgets)
+        if self.tau is not None:
+            self.tau = check_tau(self.tau)
+        check_waves(self.wave, self.min_n, self.max_n)
+        check_confidence_over(self.confidence_over)
+
+    def tau_for(self, strategy: str) -> float:
+        """tau, or the strategy's default."""
+        if self.tau is not None:
+            return self.tau
+        return DEFAULT_TAU[strategy]
+
+
+DEFAULT_TAU = {"adaptive-length": 0.6, "adaptive-n": 0.8}
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """When a problem is confident enough to stop."""
+
+    key: str
+    tau: float
+    over: str
+
+    def block(self) -> dict[str, Any]:
+        return {"confidence_from": self.key, "confidence_over": self.over, "tau": self.tau}
+
+
+def _rule(engine, params: SamplingParams, config: AdaptiveConfig, strategy: str) -> _Rule:
+    """When a problem of `strategy` stops; a bad confidence key fails before any generation."""
+    key = confidence_key(engine, config.confidence_from, params.top_logprobs)
+    return _Rule(key, config.tau_for(strategy), config.confidence_over)
+
+
+def _progress(record: dict[str, Any], rule: _Rule, confidence: float) -> RoundProgress:
+    """What an open problem's round says: its samples so far and the answer leading by the stopping rule's vote."""
+    return RoundProgress(record["id"], len(record["samples"]), record["aggregations"][rule.key]["answer"], confidence)
+
+
+# --- adaptive length ---------------------------------------------------------------------------------------
+def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
+    """One line on what an adaptive run spent: budgets / N reached and why problems stopped."""
+    blocks = [(r["run"].get("strategy"), r["adaptive"]) for r in records if "adaptive" in r]
+    if not blocks:
+        return []
+    strategy, first = blocks[0][0] or first_strategy(blocks[0][1]), blocks[0][1]
+    reasons = Counter(b["stopped_because"] for _, b in blocks)
+    spent = sum(b["tokens_spent"] for _, b in blocks) / len(blocks)
+    if "budget_reached" in first:
+        reached = Counter(b["budget_reached"] for _, b in blocks)
+        where = "budget reached: " + ", ".join(f"{k}: {v}" for k, v in sorted(reached.items()))
+    else:
+        where = f"mean N used: {sum(b['n_used'] for _, b in blocks) / len(blocks):.1f}"
+    why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+    over = "" if first.get("confidence_over", "answered") == "answered" else " over all samples"
+    return [
+        f"{strategy} ({first['confidence_from']}{over}, tau={first['tau']}): {where}; "
+        f"stopped: {why}; generated tokens / problem: {spent:.1f}"
+    ]
+
+
+def first_strategy(block: dict[str, Any]) -> str:
+    """The strategy of an adaptive block written before records named it in run.strategy."""
+    return block.get("strategy") or ("adaptive-length" if "budget_reached" in block else "adaptive-n")
+
+
+def _max_n(n: int, config: AdaptiveConfig) -> int:
+    return config.max_n
+
+
+@register_strategy(
+    "adaptive-length",
+    config_type=AdaptiveConfig,
+    help="Continue the cut samples of unconfident problems budget by budget.",
+    summary_lines=format_adaptive_summary,
+)
+class AdaptiveLengthPlan:
+    """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget."""
+
+    name = "adaptive-length"
+
+    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
+        self.engine, self.budgets = engine, config.budgets
+        self.rule = _rule(engine, params, config, self.name)
+        self.params = replace(params, max_new_tokens=self.budgets[0])
+        self.rows_per_problem = params.n
+        settings = {"budgets": self.budgets, **self.rule.block()}
+        self.run_block = {**engine.run_info(replace(params, max_new_tokens=self.budgets[-1])), "adaptive": settings}
+        self.verifier = cached(engine.verifier)
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
+        """Rounds over one chunk of problems; yields each record as its problem finishes."""
+        engine, params, rule, budgets = self.engine, self.params, self.rule, self.budgets
+        clock, prompts, tracks = Clock(), engine.prompts(problems), [Track() for _ in problems]
+        samples = generate(engine, problems, prompts, params)  # (P, N)
+        open_rows = list(range(len(problems)))
+        for round_index, budget in enumerate(budgets):
+            if round_index > 0:
+                continued = continue_samples(
+                    engine.backend,
+                    [prompts[i] for i in open_rows],
+                    [samples[i] for i in open_rows],
+                    budget=budget,
+                    params=params,
+                    round_index=round_index,
+                )
+                for i, row in zip(open_rows, continued):
+                    samples[i] = row
+            still_open = []
+            for i, record in score_open(
+                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+            ):
+                confidence = tracks[i].observe(record, rule.key, rule.over)
+                next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
+                reason = _length_stop(confidence, rule.tau, next_budget, samples[i], engine.backend.max_model_len)
+                if reason is None:
+                    still_open.append(i)
+                    yield _progress(record, rule, confidence)
+                    continue
+                yield _finish(
+                    record, rule, tracks[i], confidence, reason, rounds=round_index + 1, budget_reached=budget
+                )
+            open_rows = still_open
+            if not open_rows:
+                return
+
+
+def _finish(record: dict[str, Any], rule: _Rule, track: Track, confidence: float, reason: str, **where: Any):
+    """A finished problem's record with its adaptive block (why it stopped, where, what it spent)."""
+    record["adaptive"] = {
+        **rule.block(),
+        "confidence": confidence,
+        "stopped_because": reason,
+        **where,
+        "confidences": track.confidences,
+        "tokens_spent": record["compute"]["generated_tokens"],
+        "verifier_tokens_spent": track.verifier_tokens,
+    }
+    record["time_s"] = round(track.time_s, 4)
+    return record
+
+
+def _length_stop(
+    confidence: float, tau: float, next_budget: int | None, samples: Sequence[Sample], max_model_len: int
+) -> str | None:
+    """Why a problem stops after this round, or None to continue it to `next_budget`."""
+    if confidence >= tau:
+        return "confident"
+    if next_budget is None:
+        return "last_budget"
+    if not any(can_continue(s, next_budget, max_model_len) for s in samples):
+        return "all_finished"
+    return None
+
+
+# --- adaptive N --------------------------------------------------------------------------------------------
+@register_strategy(
+    "adaptive-n",
+    config_type=AdaptiveConfig,
+    help="Sample in waves until the vote is confident, up to max_n.",
+    samples=_max_n,
+    summary_lines=format_adaptive_summary,
+)
+class AdaptiveNPlan:
+    """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""
+
+    name = "adaptive-n"
+
+    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
+        self.engine, self.wave, self.min_n = engine, config.wave, config.min_n
+        self.rule = _rule(engine, params, config, self.name)
+        self.params = replace(params, n=config.max_n)
+        self.rows_per_problem = config.wave
+        settings = {"wave": config.wave, "min_n": config.min_n, "max_n": config.max_n, **self.rule.block()}
+        self.run_block = {**engine.run_info(self.params), "adaptive": settings}
+        self.verifier = cached(engine.verifier)
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
+        """Waves over one chunk of problems; yields each record as its problem finishes."""
+        engine, params, rule, max_n = self.engine, self.params, self.rule, self.params.n
+        clock, prompts, tracks = Clock(), engine.prompts(problems), [Track() for _ in problems]
+        samples: list[list[Sample]] = [[] for _ in problems]  # (P, n so far)
+        open_rows, wave_index = list(range(len(problems))), 0
+        while open_rows:
+            size = min(self.wave, max_n - len(samples[open_rows[0]]))  # every open problem has as many samples
+            step = replace(params, n=size, seed=derive_seed(params.seed, "wave", wave_index))
+            new = generate(engine, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
+            for i, row in zip(open_rows, new):
+                samples[i].extend(row)
+            wave_index += 1
+            still_open = []
+            for i, record in score_open(
+                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+            ):
+                confidence, used = tracks[i].observe(record, rule.key, rule.over), len(samples[i])
+                enough = used >= self.min_n and confidence >= rule.tau
+                reason = "confident" if enough else "max_n" if used >= max_n else None
+                if reason is None:
+                    still_open.append(i)
+                    yield _progress(record, rule, confidence)
+                    continue
+                yield _finish(record, rule, tracks[i], confidence, reason, n_used=used, waves=wave_index)
+            open_rows = still_open
