@@ -15,7 +15,7 @@ running rescale so a program covers a whole split, not one tile). The splits of 
 folded inside the kernel: each split merges its partial logsumexp into one of SLOTS per-position slots under a
 lock (CCE merges every tile under a lock; we merge once per split), and the last split to finish folds the
 slots and does the indexed dot of each target row, so memory is O(T), as CCE's. How the grid is cut:
-`launch_plan`. Tiles: GPU_CONFIGS (autotuned) and `interpreter_tiles`.
+`launch_plan`. Tiles: GPU_TILES_16BIT and GPU_TILES_FP32 (autotuned), SMALL_TILES, `interpreter_tiles`.
 
 Dispatch and the interpreter: see kernels/dispatch.py.
 """
