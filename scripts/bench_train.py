@@ -13,6 +13,8 @@ without the dev checks and checkpoints of a real run. The device is synchronised
 
 tokens/s counts the tokens of the forward passes that are trained (prompt and completion, no padding) per second
 of step time; the time includes the steps' sampling (fresh samples, rollouts, verifications), the count does not.
+CPU s/step is the process's CPU time per timed step (every thread): on a CPU shared with other jobs it changes less
+than the wall time, and on an idle machine with `--threads T` the wall time is at least CPU s / T.
 
     python -P scripts/bench_train.py                         # every recipe, --device auto, 2 threads
     python -P scripts/bench_train.py --device cuda --json runs/bench_train_cuda.json
@@ -177,18 +179,20 @@ def bench_recipe(name: str, args, scratch: Path) -> dict:
         one_step = lambda: train_step(run, step)  # noqa: E731
     counter = TokenCounter(models)
     phases: list[str] = []
+    step_seconds: list[float] = []
     try:
         for _ in range(warmup):
             one_step()
         synchronize(device)
         counter.reset()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(steps):
             record = one_step()
+            synchronize(device)
+            step_seconds.append(round(time.perf_counter() - start - sum(step_seconds), 3))
             if isinstance(record, dict):
                 phases.append(record["phase"])
-        synchronize(device)
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     finally:
         counter.close()
     tokens = counter.total()
@@ -202,7 +206,9 @@ def bench_recipe(name: str, args, scratch: Path) -> dict:
         "warmup_steps": warmup,
         "steps": steps,
         "phases": phases or None,
+        "step_seconds": step_seconds,
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
         "steps_per_s": round(steps / seconds, 4),
         "trained_tokens": tokens,
         "tokens_per_s": round(tokens / seconds, 1),
@@ -218,12 +224,13 @@ def machine() -> dict:
 
 def format_table(rows: list[dict]) -> str:
     lines = [
-        f"{'recipe':<10} {'device':<7} {'amp':<5} {'steps':>5} {'seconds':>9} {'steps/s':>9} {'tokens/s':>10}",
+        f"{'recipe':<10} {'device':<7} {'amp':<5} {'steps':>5} {'seconds':>9} {'steps/s':>9} {'tokens/s':>10} "
+        f"{'CPU s/step':>10}",
     ]
     for r in rows:
         lines.append(
             f"{r['recipe']:<10} {r['device']:<7} {str(r['amp']):<5} {r['steps']:>5} {r['seconds']:>9.2f} "
-            f"{r['steps_per_s']:>9.4g} {r['tokens_per_s']:>10,.0f}"
+            f"{r['steps_per_s']:>9.4g} {r['tokens_per_s']:>10,.0f} {r['cpu_seconds'] / r['steps']:>10.2f}"
         )
     return "\n".join(lines)
 

@@ -17,12 +17,13 @@ from .recorder import Recorder
 REPO = Path(__file__).resolve().parents[2]
 
 CPU_BASELINE = {
-    "sft": {"steps_per_s": None, "tokens_per_s": None},
-    "recompute": {"steps_per_s": None, "tokens_per_s": None},
-    "tango": {"steps_per_s": None, "tokens_per_s": None},
+    "sft": {"steps_per_s": 0.3114, "tokens_per_s": 845.2},
+    "recompute": {"steps_per_s": 0.0314, "tokens_per_s": 704.1},
+    "tango": {"steps_per_s": 0.0240, "tokens_per_s": 42.6},
 }
-"""`python -P scripts/bench_train.py --device cpu --threads 2` on the 2-core CPU machine (docs/training.md has the
-date and the machine's load): the baseline of each recipe's GPU figures."""
+"""`python -P scripts/bench_train.py --device cpu --threads 2` on the 2-core CPU machine, the faster of two runs per
+recipe; the machine was shared with other jobs (load average 3.6-6.3), so an idle machine is faster
+(docs/training.md, "Steps/s: 2 CPU cores and the GPU"). The baseline of each recipe's GPU figures."""
 DRY_ARGS = ("--tiny", "--steps", "1", "--warmup", "0")
 """The dry run: one step of each recipe at small batches (a smoke run of the path, not a measurement)."""
 
@@ -49,7 +50,7 @@ def train(rec: Recorder, plan: Plan, context: dict) -> None:
     if plan.dry:
         rec.note("dry run: one step per recipe at small batches on the CPU; its figures are not the CPU baseline")
     for result in report["results"]:
-        rec.row(op="train", **{k: v for k, v in result.items() if k != "phases"})
+        rec.row(op="train", **result)
         name, baseline = result["recipe"], CPU_BASELINE.get(result["recipe"], {})
         where = f"{result['device']}{', bf16 autocast' if result['amp'] else ''}"
         label = None if plan.dry else "same steps, 2 CPU cores"
@@ -59,7 +60,7 @@ def train(rec: Recorder, plan: Plan, context: dict) -> None:
             "steps/s",
             baseline=label,
             baseline_value=None if plan.dry else baseline.get("steps_per_s"),
-            note=f"{result['steps']} timed steps after {result['warmup_steps']} of {result['config']}",
+            note=f"{result['config']}: {result['steps']} timed step(s) after {result['warmup_steps']} untimed",
         )
         rec.figure(
             f"train: {name} trained tokens/s on {where}",
