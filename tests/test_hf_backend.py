@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -104,3 +106,110 @@ def test_continuation_logprobs_reuse_the_prefix_cache_without_changing_values(ti
     assert warm.cached_prefix_tokens(prompts) == [len(warm.encode(p)) - 1 for p in prompts[:2]] + [0]
     got = warm.continuation_logprobs(prompts, continuations)
     assert got == pytest.approx(cold.continuation_logprobs(prompts, continuations), abs=1e-4)
+
+
+def _records(out):
+    return [[(s.token_ids, s.finish_reason, s.num_cached_tokens) for s in row] for row in out]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        SamplingParams(n=4, max_new_tokens=24, seed=2, stop=["\n", "7"]),
+        SamplingParams(n=3, max_new_tokens=30, seed=4, top_p=0.8, temperature=0.7, stop_below=4.377),
+        SamplingParams(n=2, max_new_tokens=10, temperature=0),
+    ],
+    ids=["stop strings", "top_p + low-confidence stop", "greedy"],
+)
+def test_static_loop_gives_the_dynamic_loops_samples(tiny_model_dir, params):
+    """The static-shape loop (all columns, rows in a power-of-two bucket, finished rows masked until compaction),
+    run eagerly on the CPU as the compiled CUDA step runs it, against the dynamic loop: same samples, same reasons,
+    same log-probs and confidences, the same prefix-cache hits."""
+    from tts_engine.backends.hf import HFBackend
+
+    prompts = PROMPTS + ["Compute 12*7 step by step, please.\nYes"]  # shares a prefix with PROMPTS[1]
+    outs = {}
+    for loop in ("dynamic", "static"):
+        backend = HFBackend(tiny_model_dir, decode_loop=loop, max_batch_rows=7)
+        outs[loop] = [backend.generate(prompts, params), backend.generate(prompts[1:], params)]  # 2nd: cache hits
+    assert _records(outs["static"][0]) == _records(outs["dynamic"][0])
+    assert _records(outs["static"][1]) == _records(outs["dynamic"][1])
+    assert any(s.num_cached_tokens for row in outs["static"][1] for s in row)
+    reasons = {s.finish_reason for row in outs["dynamic"][0] for s in row}
+    assert reasons >= ({"stop"} if params.stop else {"low_confidence"} if params.stop_below else {"length"})
+    for a, b in zip(outs["static"][0], outs["dynamic"][0]):
+        for x, y in zip(a, b):
+            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+            assert x.confidences == pytest.approx(y.confidences, abs=1e-4)
+
+
+def test_decode_loop_option_is_checked(tiny_model_dir):
+    from tts_engine.backends.hf import HFBackend
+
+    with pytest.raises(ValueError, match=r"decode_loop must be one of \('dynamic', 'static'\), got 'fast'"):
+        HFBackend(tiny_model_dir, decode_loop="fast")
+    with pytest.raises(ValueError, match="compile_decode needs decode_loop=static"):
+        HFBackend(tiny_model_dir, decode_loop="dynamic", compile_decode=True)
+    assert HFBackend(tiny_model_dir).decoder.mode == "dynamic"  # the CPU default
+
+
+def _fail_above(backend, rows: int) -> list[int]:
+    """Make every forward of more than `rows` rows raise torch.OutOfMemoryError; the batch sizes it saw."""
+    seen = []
+
+    def hook(module, args, kwargs):
+        batch = kwargs["input_ids"].shape[0]
+        seen.append(batch)
+        if batch > rows:
+            raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate for {batch} rows")
+
+    backend.model.register_forward_pre_hook(hook, with_kwargs=True)
+    return seen
+
+
+def test_out_of_memory_halves_the_rows_and_keeps_every_sample(tiny_model_dir):
+    from tts_engine.backends.hf import HFBackend
+
+    params = SamplingParams(n=4, max_new_tokens=12, seed=9, stop=["\n"])
+    want = HFBackend(tiny_model_dir, max_batch_rows=1, prefix_cache_tokens=0).generate(PROMPTS, params)
+    backend = HFBackend(tiny_model_dir, max_batch_rows=16, prefix_cache_tokens=0)
+    seen = _fail_above(backend, 3)
+    got = backend.generate(PROMPTS, params)
+    assert [[s.token_ids for s in row] for row in got] == [[s.token_ids for s in row] for row in want]
+    assert [[s.finish_reason for s in row] for row in got] == [[s.finish_reason for s in row] for row in want]
+    assert max(seen) == 12 and 3 in seen and 6 in seen  # 12 rows failed, 6 failed, then chunks of 3
+
+
+def test_a_row_that_does_not_fit_alone_fails_its_prompt(tiny_model_dir):
+    from tts_engine.backends.base import PromptFailedError
+    from tts_engine.backends.hf import HFBackend
+
+    backend = HFBackend(tiny_model_dir, max_batch_rows=8)
+    _fail_above(backend, 0)
+    with pytest.raises(PromptFailedError, match="prompt 2 failed: out of memory with a single row") as err:
+        backend.generate(["longer prompt one", "longer prompt two", "x"], SamplingParams(n=2, max_new_tokens=4))
+    assert err.value.index == 2  # rows run shortest prompt first
+
+
+def test_stop_strings_across_tokens_and_with_spaces_stop_where_the_text_shows_them(hf_backend):
+    """The tail is decoded only when the new token could complete a stop string; stops must land where a check
+    at every token puts them."""
+    params = SamplingParams(n=6, max_new_tokens=40, seed=11)
+    free = hf_backend.generate(PROMPTS[:2], params)
+    texts = [s.text for row in free for s in row]
+    pair = next(t[i : i + 2] for t in texts for i in range(len(t) - 1) if t[i] != t[i + 1] and t[i : i + 2].strip())
+    for stop in ([pair], [" " + pair[1]], ["\n", pair[0] + " "]):
+        got = hf_backend.generate(PROMPTS[:2], replace(params, stop=stop))
+        assert any(s.finish_reason == "stop" for row in got for s in row), stop
+        for row_free, row_got in zip(free, got):
+            for a, b in zip(row_free, row_got):
+                full = hf_backend.decode(a.token_ids)
+                hits = [full.find(s) for s in stop if s in full]
+                if not hits:
+                    assert b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
+                    continue
+                end = min(h + len(s) for s in stop for h in [full.find(s)] if h >= 0)  # first completed stop
+                stop_at = next(
+                    k for k in range(1, len(a.token_ids) + 1) if len(hf_backend.decode(a.token_ids[:k])) >= end
+                )
+                assert b.token_ids == a.token_ids[:stop_at] and b.finish_reason == "stop", (stop, full)

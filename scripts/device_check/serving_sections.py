@@ -183,17 +183,18 @@ def _timed(rec: Recorder, plan: Plan, label: str, run) -> dict:
 
 
 def _sampling_step(rec: Recorder, plan: Plan, rows: int, vocab: int, raw: dict | None) -> None:
-    """One call of the backend's sample_tokens on (rows, V) logits (per-row CPU generators), beside the
-    time per token of raw model.generate's whole decode step."""
+    """One call of the backend's sampling step (`sample_step`: noise drawn on the device from each row's seed,
+    the race, the raw log-prob and the top-20 confidence) on (rows, V) logits, beside the time per token of raw
+    model.generate's whole decode step."""
     import torch
 
     from tts_engine.kernels.bench import measure
-    from tts_engine.sampling import sample_tokens
+    from tts_engine.sampling import sample_step
 
     device = torch.device(plan.device)
     logits = torch.randn(rows, vocab, device=device)
-    generators = [torch.Generator().manual_seed(i) for i in range(rows)]
-    ms, _, _ = measure(lambda: sample_tokens(logits, 1.0, 1.0, generators), device, max(2, plan.repeats // 2))
+    seeds = torch.arange(rows, device=device)
+    ms, _, _ = measure(lambda: sample_step(logits, 1.0, 1.0, seeds, 3, 20), device, max(2, plan.repeats // 2))
     step_ms = raw["seconds"] / plan.gen_max_new_tokens * 1e3 if raw else None
     rec.figure(
         f"generate: backend sampling step, {rows} rows x V={vocab}",
@@ -201,7 +202,7 @@ def _sampling_step(rec: Recorder, plan: Plan, rows: int, vocab: int, raw: dict |
         "ms",
         baseline="raw model.generate, whole decode step",
         baseline_value=step_ms,
-        note="sample_tokens draws each row's noise on the CPU",
+        note="sample_step: each row's noise drawn on the device, eager (the static loop compiles it with the step)",
     )
 
 

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import inspect
+import logging
+import random
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
 from ..params import SamplingParams
-from ..sampling import left_pad, raw_logprobs, row_seed, sample_tokens, token_logprobs, top_k_confidence
-from .base import PromptTooLongError, Sample, TokenizerMethods, window_confidence
+from ..sampling import left_pad, row_seed
+from .base import PromptFailedError, PromptTooLongError, Sample, TokenizerMethods, is_out_of_memory, window_confidence
+from .decode import DECODE_LOOPS, Batch, Decoder, bucket
 from .prefix_cache import PrefixCache
+
+log = logging.getLogger(__name__)
 
 
 class HFBackend(TokenizerMethods):
-    """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows.
+    """Batched sampling with a KV cache: each prompt is prefilled once and its cache copied to its N rows, which
+    are decoded together (tts_engine/backends/decode.py: `decode_loop` dynamic on CPU, static and compiled on CUDA).
 
     Finished sequences keep their keys and values in a prefix cache (`prefix_cache_tokens`; 0 turns it off),
-    so a verification prompt that extends a just-generated solution computes only its new tokens.
+    so a verification prompt that extends a just-generated solution computes only its new tokens. A batch that
+    runs out of memory is retried in halves, down to one row.
     """
 
     name = "hf"
@@ -32,13 +39,19 @@ class HFBackend(TokenizerMethods):
         dtype: str | None = None,
         max_batch_rows: int = 256,
         prefix_cache_tokens: int = 262_144,
+        decode_loop: str | None = None,
+        compile_decode: bool | None = None,
     ):
+        """`decode_loop`: "dynamic" or "static" (default: static on CUDA, dynamic elsewhere); `compile_decode`:
+        capture the static loop's step with torch.compile (default: on CUDA with the static loop)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if max_batch_rows < 1:
             raise ValueError(f"max_batch_rows must be >= 1, got {max_batch_rows}")
         if prefix_cache_tokens < 0:
             raise ValueError(f"prefix_cache_tokens must be >= 0, got {prefix_cache_tokens}")
+        if decode_loop is not None and decode_loop not in DECODE_LOOPS:
+            raise ValueError(f"decode_loop must be one of {DECODE_LOOPS}, got {decode_loop!r}")
         if isinstance(model, (str, Path)):
             path = str(model)
             if not Path(path).exists():
@@ -59,6 +72,12 @@ class HFBackend(TokenizerMethods):
         self.eos_ids = _eos_ids(model, tokenizer)
         # transformers renamed `past_key_values` to `cache` (5.2x); accept both.
         self._cache_name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        on_cuda = self.device.type == "cuda"
+        loop = decode_loop or ("static" if on_cuda else "dynamic")
+        compile_step = compile_decode if compile_decode is not None else (on_cuda and loop == "static")
+        self.decoder = Decoder(self.model, self._cache_name, loop, compile=compile_step)
+        self._pieces: dict[int, str] = {}
+        """Token id -> its text alone (the stop-string check's filter)."""
 
     # --- protocol helpers -------------------------------------------------------------------------------
     @property
@@ -72,18 +91,38 @@ class HFBackend(TokenizerMethods):
     # --- generation -------------------------------------------------------------------------------------
     @torch.inference_mode()
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
-        """`params.n` samples for each prompt, in input order."""
+        """`params.n` samples for each prompt, in input order. Rows are decoded max_batch_rows at a time; a chunk
+        that runs out of memory is retried with half as many rows (and the rest of the call keeps that size); a
+        single row that still does not fit is its prompt's PromptFailedError."""
         encoded = [self._encode_prompt(i, p, params.max_new_tokens) for i, p in enumerate(prompts)]
         rows = sorted(
             ((i, j) for i in range(len(prompts)) for j in range(params.n)),
             key=lambda r: (len(encoded[r[0]]), r[0], r[1]),
         )
         results: list[list[Sample | None]] = [[None] * params.n for _ in prompts]
-        for start in range(0, len(rows), self.max_batch_rows):
-            chunk = rows[start : start + self.max_batch_rows]
-            for (i, j), sample in zip(chunk, self._generate_rows(chunk, prompts, encoded, params)):
+        size, start = self.max_batch_rows, 0
+        while start < len(rows):
+            chunk = rows[start : start + size]
+            try:
+                samples = self._generate_rows(chunk, prompts, encoded, params)
+            except Exception as err:  # noqa: BLE001 - only an allocation failure is retried; the rest re-raise
+                if not is_out_of_memory(err):
+                    raise
+                self._free_memory()
+                if len(chunk) == 1:
+                    raise PromptFailedError(chunk[0][0], f"out of memory with a single row: {err}") from err
+                size = len(chunk) // 2
+                log.warning("hf backend: out of memory at %d rows; retrying with %d", len(chunk), size)
+                continue
+            for (i, j), sample in zip(chunk, samples):
                 results[i][j] = sample
+            start += len(chunk)
         return results  # type: ignore[return-value]
+
+    def _free_memory(self) -> None:
+        self.decoder.release()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def _encode_prompt(self, index: int, prompt: str, max_new_tokens: int) -> list[int]:
         ids = self.encode(prompt)
@@ -97,23 +136,25 @@ class HFBackend(TokenizerMethods):
         slot = {i: k for k, i in enumerate(unique)}
         out, mask, cached = self._forward_prompts(self.model, [encoded[i] for i in unique], logits_to_keep=1)
         logits, cache = out.logits[:, -1].float(), getattr(out, self._cache_name)  # (U, V)
+        prefill = [(layer.keys, layer.values) for layer in cache.layers]  # (U, H, W, D) each
+        del out, cache
         expand = torch.tensor([slot[i] for i, _ in rows], device=self.device)  # (B,)
-        cache.batch_select_indices(expand)
-        logits, mask = logits[expand], mask[expand]  # (B, V), (B, T)
-        generators = (
-            None
-            if params.greedy
-            else [
-                torch.Generator().manual_seed(
-                    row_seed(params.seed, prompts[i], j)
-                    if params.seed is not None
-                    else int(torch.randint(0, 1 << 62, ()).item())
-                )
-                for i, j in rows
-            ]
-        )
+        seeds = None
+        if not params.greedy:
+            seeds = torch.tensor(
+                [
+                    row_seed(params.seed, prompts[i], j) if params.seed is not None else random.getrandbits(63)
+                    for i, j in rows
+                ],
+                dtype=torch.long,
+                device=self.device,
+            )  # (B,)
         budgets = [min(params.max_new_tokens, self.max_model_len - len(encoded[i])) for i, _ in rows]
-        samples = self._decode(rows, logits, mask, cache, generators, budgets, params, encoded)
+        batch, packed = self.decoder.start(
+            prefill, logits, expand, mask, seeds, params, max(budgets), self.max_model_len - 1
+        )
+        del prefill, logits
+        samples = self._decode(rows, batch, packed, mask.cpu(), expand.tolist(), budgets, params, encoded)
         for sample, (i, _) in zip(samples, rows):
             sample.num_cached_tokens = cached[slot[i]]
         return samples
@@ -158,83 +199,101 @@ class HFBackend(TokenizerMethods):
             layers.append((keys, values))
         return DynamicCache(ddp_cache_data=layers)
 
-    def _remember(self, cache, position: int, mask_row: torch.Tensor, ids: list[int]) -> None:
-        """Keep the KV of the finished row at batch `position`: `ids` are the tokens the cache holds."""
-        real = mask_row.nonzero().squeeze(-1)  # (L,)
-        if self.prefix_cache is None or len(real) != len(ids):
-            return
-        layers = [
-            (layer.keys[position].index_select(1, real), layer.values[position].index_select(1, real))
-            for layer in cache.layers
-        ]
-        self.prefix_cache.put(ids, layers)
-
     def cached_prefix_tokens(self, prompts: Sequence[str]) -> list[int]:
         """How many of each prompt's first tokens the prefix cache holds now (0 without a cache)."""
         if self.prefix_cache is None:
             return [0] * len(prompts)
         return [self.prefix_cache.longest(self.encode(p)[:-1])[0] for p in prompts]
 
-    def _decode(self, rows, logits, mask, cache, generators, budgets, params, encoded) -> list[Sample]:
-        """Decode until every row stops; finished rows leave the batch (and the cache) at once."""
+    def _decode(self, rows, batch: Batch, packed, mask, expand, budgets, params, encoded) -> list[Sample]:
+        """Decode until every row stops. `packed` holds the first step's tokens; `mask` `# (U, W)` (on the host)
+        and `expand` (each row's prompt) say which prompt columns hold real tokens. Each step reads one packed
+        transfer from the device and applies every stop rule on the host; finished rows leave the batch when
+        it is compacted (tts_engine/backends/decode.py)."""
         tokens: list[list[int]] = [[] for _ in rows]
         logps: list[list[float]] = [[] for _ in rows]
         confs: list[list[float]] = [[] for _ in rows]
         reasons: list[str | None] = [None] * len(rows)
-        active = list(range(len(rows)))  # batch position -> row
         stop_window = max((len(s) for s in params.stop), default=0) + 8
-        k = params.top_logprobs
+        stop_chars = set("".join(params.stop))
+        always_decode = any(c.isspace() for c in stop_chars)  # a tokenizer may add a leading space in context
+        keep_conf = params.top_logprobs > 0
         thresholds = [params.stop_threshold(i) for i, _ in rows]  # per row: stop below this window confidence
-        while active:
-            gens = None if generators is None else [generators[r] for r in active]
-            next_tok = sample_tokens(logits, params.temperature, params.top_p, gens)  # (A,)
-            logp = raw_logprobs(logits)  # (A, V), once for both reads
-            next_lp = token_logprobs(logp, next_tok)  # (A,)
-            next_conf = top_k_confidence(logp, k).tolist() if k else [None] * len(active)  # (A,)
-            keep = []
-            for pos, (row, tok, lp) in enumerate(zip(active, next_tok.tolist(), next_lp.tolist())):
-                tokens[row].append(tok)
+        prompt_columns = [mask[u].nonzero().squeeze(-1) for u in range(mask.shape[0])]
+        live, step = len(rows), 0
+        while True:
+            values = packed.tolist()  # (R, 3): the step's one device-to-host transfer
+            for pos, row in enumerate(batch.slots):
+                if reasons[row] is not None:
+                    continue  # finished, left in the batch until it is compacted
+                tok, lp, conf = values[pos]
+                seq = tokens[row]
+                seq.append(int(tok))
                 logps[row].append(lp)
-                if k:
-                    confs[row].append(next_conf[pos])
-                reasons[row] = self._finish_reason(tokens[row], budgets[row], params.stop, stop_window)
-                if reasons[row] is None and thresholds[row] is not None:
+                if keep_conf:
+                    confs[row].append(conf)
+                reason = self._finish_reason(seq, budgets[row], params.stop, stop_window, stop_chars, always_decode)
+                if reason is None and thresholds[row] is not None:
                     window = window_confidence(confs[row], params.confidence_window)
-                    reasons[row] = "low_confidence" if window is not None and window < thresholds[row] else None
-                if reasons[row] is None:
-                    keep.append(pos)
-                else:  # the cache holds the prompt and every generated token but this last one
-                    self._remember(cache, pos, mask[pos], encoded[rows[row][0]] + tokens[row][:-1])
-            if len(keep) < len(active):
-                if not keep:
-                    break
-                index = torch.tensor(keep, device=self.device)
-                cache.batch_select_indices(index)
-                mask, next_tok = mask[index], next_tok[index]
-                active = [active[k] for k in keep]
-            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)  # (A, T + 1)
-            positions = mask.sum(-1, keepdim=True) - 1  # (A, 1)
-            out = self.model(
-                input_ids=next_tok[:, None],
-                attention_mask=mask,
-                position_ids=positions,
-                use_cache=True,
-                **{self._cache_name: cache},
-            )
-            logits = out.logits[:, -1].float()
+                    reason = "low_confidence" if window is not None and window < thresholds[row] else None
+                if reason is not None:
+                    reasons[row] = reason
+                    live -= 1
+                    # the cache holds the prompt and every generated token but this last one
+                    self._remember(batch, pos, prompt_columns[expand[row]], encoded[rows[row][0]] + seq[:-1])
+            if not live:
+                break
+            next_tokens = packed[:, 0].long()  # (R,): stays on the device
+            self._compact(batch, next_tokens, reasons, live)
+            step += 1
+            packed = self.decoder.step(batch, next_tokens, params, step)
         return [
             self._to_sample(tokens[r], logps[r], reasons[r] or "length", params.stop, len(encoded[i]), confs[r])
             for r, (i, _) in enumerate(rows)
         ]
 
-    def _finish_reason(self, tokens: list[int], budget: int, stop: list[str], window: int) -> str | None:
-        if tokens[-1] in self.eos_ids:
+    def _compact(self, batch: Batch, next_tokens: torch.Tensor, reasons, live: int) -> None:
+        """Drop finished rows from the batch: in the dynamic loop at once (a compaction moves only the live rows
+        that fill finished slots); in the static loop when the live rows fit in half the bucket."""
+        if self.decoder.static:
+            if live > batch.store.rows // 2:
+                return
+            rows = bucket(live)
+        elif live == len(batch.slots):
+            return
+        else:
+            rows = live
+        batch.compact([pos for pos, row in enumerate(batch.slots) if reasons[row] is None], rows, next_tokens)
+
+    def _remember(self, batch: Batch, pos: int, prompt_columns: torch.Tensor, ids: list[int]) -> None:
+        """Keep the KV of the finished row at batch slot `pos`: `ids` are the tokens the cache holds (the prompt's
+        real columns, then every generated column written so far)."""
+        if self.prefix_cache is None:
+            return
+        generated = torch.arange(batch.width, batch.store.length)
+        if len(prompt_columns) + len(generated) != len(ids):
+            return
+        columns = torch.cat([prompt_columns, generated]).to(self.device)
+        self.prefix_cache.put(ids, batch.store.row_layers(pos, columns))
+
+    def _finish_reason(self, tokens, budget: int, stop, window: int, stop_chars, always_decode: bool) -> str | None:
+        """Finish reason: stop (end of sequence, or a stop string in the decoded tail), length, or None. The tail
+        is decoded only when the new token's own text could complete a stop string (it holds one of the stop
+        strings' characters, or is empty or a partial character)."""
+        last = tokens[-1]
+        if last in self.eos_ids:
             return "stop"
-        if stop:
+        if stop and (always_decode or self._may_complete(last, stop_chars)):
             tail = self.decode(tokens[-window:])
             if any(s in tail for s in stop):
                 return "stop"
         return "length" if len(tokens) >= budget else None
+
+    def _may_complete(self, token: int, stop_chars: set[str]) -> bool:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self.decode([token])
+        return not piece or "\ufffd" in piece or any(c in stop_chars for c in piece)
 
     def _to_sample(self, tokens, logps, reason, stop, num_prompt_tokens, confidences=()) -> Sample:
         text = self.decode(tokens)
