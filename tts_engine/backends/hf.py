@@ -327,14 +327,15 @@ class HFBackend(TokenizerMethods):
 
     @torch.inference_mode()
     def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
-        """log P(Yes), log P(No) at each prompt's next position, via the fused verifier score op."""
+        """log P(Yes), log P(No) at each prompt's next position: the token-score op with two targets (on CUDA
+        the fused kernel, elsewhere its torch reference)."""
         from ..kernels import fused_verifier_score
 
         if not prompts:
             return []
         hidden = self.final_hidden_states(prompts)  # (B, D)
-        weight = self.model.get_output_embeddings().weight  # (V, D)
-        logp_yes, logp_no = fused_verifier_score(hidden, weight, yes_id, no_id)
+        head = self.model.get_output_embeddings()
+        logp_yes, logp_no = fused_verifier_score(hidden, head.weight, yes_id, no_id, bias=getattr(head, "bias", None))
         return list(zip(logp_yes.tolist(), logp_no.tolist()))
 
     @torch.inference_mode()
@@ -342,9 +343,15 @@ class HFBackend(TokenizerMethods):
         """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
         return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
 
+    @torch.inference_mode()
     def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
         """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced. The
-        prompt's keys and values come from the prefix cache where it holds them (e.g. a check just written)."""
+        prompt's keys and values come from the prefix cache where it holds them (e.g. a check just written).
+
+        Every row's positions go through one token-score call per batch (on CUDA the fused kernel, which never
+        holds the (T, V) logits; elsewhere its torch reference), not a log-softmax per row."""
+        from ..kernels import token_logprobs as score_tokens  # not sampling.token_logprobs
+
         rows = [(self.encode(p), self.encode(c)) for p, c in zip(prompts, continuations)]
         for i, (p, c) in enumerate(rows):
             if len(p) + len(c) > self.max_model_len:
@@ -355,12 +362,29 @@ class HFBackend(TokenizerMethods):
             part = rows[start : start + self.max_batch_rows]
             # At most len(p) - 1 cached tokens: the logits that predict the continuation must be computed.
             result, _, _ = self._forward_prompts(body, [p + c for p, c in part], reusable=[len(p) - 1 for p, _ in part])
-            hidden = result.last_hidden_state  # (U, R, D): each row's uncached tokens, left-padded to R
-            for b, (p, c) in enumerate(part):
-                first = hidden.shape[1] - len(c) - 1  # column of the prompt's last token
-                logp = torch.log_softmax(head(hidden[b, first : first + len(c)]).float(), dim=-1)  # (C, V)
-                out.append(logp.gather(1, torch.tensor(c, device=self.device)[:, None])[:, 0].tolist())
+            lengths = [len(c) for _, c in part]
+            hidden = self.continuation_positions(result.last_hidden_state, lengths)  # (T, D), T = sum(lengths)
+            targets = torch.tensor([t for _, c in part for t in c], dtype=torch.long, device=self.device)  # (T,)
+            logp = score_tokens(hidden, head.weight, targets, getattr(head, "bias", None)).tolist()
+            at = 0
+            for n in lengths:
+                out.append(logp[at : at + n])
+                at += n
         return out
+
+    @staticmethod
+    def continuation_positions(hidden: torch.Tensor, lengths: Sequence[int]) -> torch.Tensor:
+        """The hidden states that predict each row's last `lengths[b]` tokens, all rows flattened `# (T, D)`.
+
+        hidden `# (U, R, D)` is left-padded, so row b's continuation is its last lengths[b] columns and the
+        state predicting its j-th token sits at column R - lengths[b] - 1 + j (the prompt's last token first).
+        """
+        width = hidden.shape[1]
+        n = torch.tensor(lengths, dtype=torch.long, device=hidden.device)  # (U,)
+        row_start = torch.arange(len(lengths), device=hidden.device) * width + width - n - 1  # (U,)
+        first = torch.cumsum(n, 0) - n  # (U,) each row's first index in the flat output
+        index = torch.repeat_interleave(row_start - first, n) + torch.arange(int(n.sum()), device=hidden.device)
+        return hidden.reshape(-1, hidden.shape[-1]).index_select(0, index)  # (T, D)
 
 
 def _eos_ids(model, tokenizer) -> set[int]:
