@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from tts_engine.metrics import balanced_accuracy
+
 from .table import ResultsTable
 
 
@@ -27,17 +29,6 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float | None:
         return None
     rank_sum = average_ranks(scores)[labels].sum()
     return float((rank_sum - num_right * (num_right + 1) / 2.0) / (num_right * num_wrong))
-
-
-def balanced_accuracy(scores, labels, threshold: float = 0.5) -> float | None:
-    """Mean of the accept rate on right samples and the reject rate on wrong ones; a sample is accepted when
-    its score >= threshold (the one rule of every balanced accuracy in the project: a score of exactly 0.5
-    accepts). None when a class is missing."""
-    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=bool)
-    if labels.all() or not labels.any():
-        return None
-    accepts = scores >= threshold
-    return float((accepts[labels].mean() + (~accepts[~labels]).mean()) / 2)
 
 
 def reliability(scores: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> dict[str, Any]:

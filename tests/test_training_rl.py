@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from tts_engine.backends.hf import HFBackend
+from tts_engine.metrics import balanced_accuracy
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt, build_verify_prompt
 from tts_engine.tiny import TinyModelConfig
 from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.rl import (
     advantages,
-    balanced_accuracy,
     policy_loss,
     verification_examples,
     verification_loss,
@@ -101,13 +101,13 @@ def test_rl_and_verification_losses_decrease_on_a_fixed_batch(algorithm):
     assert v1.item() < 0.6 * v0.item(), (v0.item(), v1.item())
 
 
-def test_balanced_accuracy_counts_as_eval_does():
-    """The same figure as eval's balanced_accuracy (a score of exactly the threshold accepts), without importing it."""
-    from tts_engine.eval.verifier_metrics import balanced_accuracy as eval_balanced_accuracy
-
+def test_balanced_accuracy_of_tensors_is_that_of_arrays():
+    """Training's tensors (grad-tracking, 1/0 labels) count as eval's arrays do (a score of exactly 0.5 accepts)."""
     gen = torch.Generator().manual_seed(0)
     for _ in range(50):
-        scores = torch.rand(9, generator=gen)
-        scores[::3] = 0.5
+        scores = torch.rand(9, generator=gen).requires_grad_()
         labels = torch.randint(0, 2, (9,), generator=gen)
-        assert balanced_accuracy(scores, labels) == eval_balanced_accuracy(scores.numpy(), labels.numpy() == 1)
+        with torch.no_grad():
+            scores[::3] = 0.5
+        plain = balanced_accuracy(scores.detach().numpy().tolist(), (labels.numpy() == 1).tolist())
+        assert balanced_accuracy(scores, labels) == plain

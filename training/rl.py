@@ -116,17 +116,3 @@ def verification_loss(model, tokenizer, examples: list[VerifyExample], yes_id: i
     loss = -(logp.gather(-1, targets[:, None]).squeeze(-1) * weights).sum()
     scores = torch.sigmoid(logp[:, yes_id] - logp[:, no_id]).detach()  # (B,) P(Yes)/(P(Yes)+P(No))
     return loss, scores
-
-
-def balanced_accuracy(scores: torch.Tensor, labels: torch.Tensor, threshold: float = 0.5) -> float | None:
-    """Mean of the accept rate on right samples and the reject rate on wrong ones (accepted: score >= threshold, the
-    rule of eval's balanced accuracy), from tensors of scores and 1/0 labels; None when a class is missing. Counted
-    here so that training logs it without importing eval."""
-    accepts = (scores.detach().float().cpu() >= threshold).tolist()
-    right = (labels.cpu() == 1).tolist()
-    num_right = sum(right)
-    if num_right == 0 or num_right == len(right):
-        return None
-    accepted_right = sum(a for a, r in zip(accepts, right) if r)
-    rejected_wrong = sum(not a for a, r in zip(accepts, right) if not r)
-    return float((accepted_right / num_right + rejected_wrong / (len(right) - num_right)) / 2)

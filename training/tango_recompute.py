@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from tts_engine.metrics import balanced_accuracy
 from tts_engine.params import SamplingParams
 from tts_engine.steps import split_steps
 from tts_engine.tasks.arith.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
@@ -28,7 +29,7 @@ from tts_engine.verifiers.process import ParsedVerification
 
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
-from .rl import advantages, balanced_accuracy, policy_loss
+from .rl import advantages, policy_loss
 from .tango_trainer import TangoTrainer, VerifierBatch
 
 STEP_ACCEPTED = 0.5

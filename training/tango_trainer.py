@@ -32,6 +32,7 @@ import torch
 
 from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
+from tts_engine.metrics import balanced_accuracy
 from tts_engine.params import SamplingParams
 from tts_engine.prompts import build_prompt
 from tts_engine.settings import setting
@@ -45,7 +46,7 @@ from .batching import completion_logprobs, pad_pairs
 from .config import SampleConfig
 from .device import CPU, Placement
 from .loop import optimizer_step
-from .rl import ALGORITHMS, advantages, balanced_accuracy, policy_loss, token_policy_loss
+from .rl import ALGORITHMS, advantages, policy_loss, token_policy_loss
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
 VERIFIER_FORMS = ("marks", "recompute")
