@@ -7,8 +7,8 @@ losses stay in float32, because their ratio compares new log-probabilities with 
 computed. On the CPU nothing changes: no autocast, and every tensor stays where it was.
 
 Checkpoints hold CPU tensors wherever the run computed (`checkpoint.save_state`), so a run saved on a GPU resumes
-on a CPU and the other way round. Nothing in training draws from the CUDA generator (sampling noise is drawn on
-the CPU by the backend), so the saved CPU RNG state is the whole of the run's randomness.
+on a CPU and the other way round. Nothing in training draws from the CUDA generator (the backend's sampling noise
+comes from each row's seed), so the saved CPU RNG state is all the randomness a resumed run needs.
 """
 
 from __future__ import annotations
