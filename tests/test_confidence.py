@@ -214,7 +214,9 @@ def test_records_carry_the_confidence_kinds(engine):
     record = engine.solve(problems, n=3, max_new_tokens=12, top_logprobs=4, confidence_window=3, progress=False)[0]
     for s in record["samples"]:
         assert set(CONFIDENCE_KINDS) <= set(s["scores"]) and all(0 <= v < 1 for v in s["scores"].values())
-    assert {"filtered10:conf_lowest_group", "weighted:conf_tail", "filtered90:likelihood"} <= set(record["aggregations"])
+    assert {"filtered10:conf_lowest_group", "weighted:conf_tail", "filtered90:likelihood"} <= set(
+        record["aggregations"]
+    )
     assert record["run"]["top_logprobs"] == 4 and record["run"]["confidence_window"] == 3
     # the same samples scored by hand
     sample = engine.backend.generate(
