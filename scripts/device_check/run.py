@@ -39,6 +39,7 @@ def section_function(name: str):
         "kernel_tests": kernel_sections.kernel_tests,
         "generate": serving_sections.generate,
         "solve": serving_sections.solve,
+        "e2e": serving_sections.e2e,
         "train": train_sections.train,
         "token_scores": kernel_sections.token_scores,
     }
@@ -55,6 +56,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--budget", type=float, help="total seconds (default: 480 on a GPU, 240 dry)")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="run only this section (repeatable)")
+    parser.add_argument(
+        "--keep",
+        metavar="REPORT",
+        help="start from an earlier report's sections (e.g. docs/gpu_report.json, which travels with the tree): the "
+        "sections this run runs replace theirs, the others are kept as they were",
+    )
+    parser.add_argument("--markdown", metavar="REPORT", help="print a report's figures as Markdown tables and exit")
     parser.add_argument("--section", choices=SECTIONS, help=argparse.SUPPRESS)  # a section's own process
     parser.add_argument("--part", help=argparse.SUPPRESS)
     parser.add_argument("--context", help=argparse.SUPPRESS)
@@ -76,17 +84,35 @@ def main(argv=None) -> int:
             args.deadline,
             json.loads(Path(args.context).read_text()) if args.context else {},
         )
+    if args.markdown:
+        print(format_markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     out = Path(args.out) if args.out else default_out(args.dry)
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = run_all(plan, out, args.budget or plan.total_budget_s, args.only or SECTIONS)
+    kept = None
+    if args.keep and Path(args.keep).is_file():
+        kept = json.loads(Path(args.keep).read_text())
+        if kept.get("mode") != ("dry" if args.dry else "gpu"):
+            raise SystemExit(
+                f"--keep {args.keep}: a {kept.get('mode')} report cannot be kept in a {plan_mode(plan)} run"
+            )
+    report = run_all(plan, out, args.budget or plan.total_budget_s, args.only or SECTIONS, kept)
     print(format_report(report))
     print(f"report: {out}\nlog: {out.with_suffix('.log')}")
     return 0 if all(s["status"] == "ok" for s in report["sections"].values()) else 1
 
 
 def default_out(dry: bool) -> Path:
+    """$OUT/device_check[_dry].json under the device tool (it brings $OUT back: commit a GPU report as
+    docs/gpu_report.json); elsewhere docs/gpu_report.json for a GPU run, runs/device_check_dry.json for a dry one."""
     name = "device_check_dry.json" if dry else "device_check.json"
-    return Path(os.environ["OUT"]) / name if os.environ.get("OUT") else Path("runs") / name
+    if os.environ.get("OUT"):
+        return Path(os.environ["OUT"]) / name
+    return Path("runs") / name if dry else Path("docs") / "gpu_report.json"
+
+
+def plan_mode(plan: Plan) -> str:
+    return "dry" if plan.dry else "gpu"
 
 
 def run_section_here(name: str, plan: Plan, part: Path, deadline: float, context: dict) -> int:
@@ -105,12 +131,13 @@ def run_section_here(name: str, plan: Plan, part: Path, deadline: float, context
     return 0
 
 
-def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
-    """Every section in order within `budget` seconds; the report, also written to `out` after each one."""
+def run_all(plan: Plan, out: Path, budget: float, only, kept: dict | None = None) -> dict:
+    """Every section in order within `budget` seconds; the report, also written to `out` after each one. The
+    sections of `kept` (an earlier report) that this run does not run are carried over, marked `kept: true`."""
     started = time.time()
     report = {
         "device_check": 1,
-        "mode": "dry" if plan.dry else "gpu",
+        "mode": plan_mode(plan),
         "budget_s": budget,
         "elapsed_s": 0.0,
         "sections": {},
@@ -121,6 +148,8 @@ def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
     for name in SECTIONS:
         left = started + budget - time.time()
         if name not in only:
+            if kept and name in kept.get("sections", {}):
+                report["sections"][name] = {**kept["sections"][name], "kept": True}
             continue
         if stop_reason or left < plan.min_start_s:
             reason = stop_reason or f"{left:.0f} s of the {budget:.0f} s budget left"
@@ -135,6 +164,7 @@ def run_all(plan: Plan, out: Path, budget: float, only) -> dict:
         print(f"{name}: {section['status']} in {section['elapsed_s']:.1f} s", flush=True)
         report["elapsed_s"] = round(time.time() - started, 1)
         write_json(out, report)
+    write_json(out, report)  # with the kept sections that follow the last one run
     return report
 
 
@@ -239,12 +269,35 @@ def format_report(report: dict) -> str:
             )
         )
     for name, section in report["sections"].items():
-        lines.append(f"== {name}: {section['status']} ({section['elapsed_s']:.0f} s of {section['limit_s']:.0f} s)")
+        kept = ", kept from an earlier run" if section.get("kept") else ""
+        lines.append(
+            f"== {name}: {section['status']} ({section['elapsed_s']:.0f} s of {section['limit_s']:.0f} s{kept})"
+        )
         lines += ["  " + format_figure(f) for f in section["figures"]]
         lines += [
             f"  ERROR [{e['step']}] {e['error'].splitlines()[0] if e['error'] else ''}" for e in section["errors"]
         ]
         lines += [f"  note: {n}" for n in section["notes"]]
+    return "\n".join(lines)
+
+
+def format_markdown(report: dict) -> str:
+    """A report's figures as one Markdown table per section (for docs/gpu.md)."""
+    lines = []
+    for name, section in report["sections"].items():
+        kept = " (kept from an earlier run)" if section.get("kept") else ""
+        lines += [f"### {name}: {section['status']}{kept}", "", "| figure | value | baseline | ratio | goal | note |"]
+        lines.append("|---|---:|---|---:|---|---|")
+        for f in section["figures"]:
+            baseline = f"{f['baseline']} {fmt(f['baseline_value'])}" if f["baseline"] else ""
+            ratio = f"{f['ratio']:.3g}" if f["ratio"] is not None else ""
+            goal = f"{f['goal']}: {'met' if f['met'] else 'missed'}" if f["goal"] else ""
+            note = (f["note"] or "").replace("|", "/")
+            lines.append(f"| {f['name']} | {fmt(f['value'])} {f['unit']} | {baseline} | {ratio} | {goal} | {note} |")
+        lines += [
+            f"- error [{e['step']}]: {e['error'].splitlines()[0] if e['error'] else ''}" for e in section["errors"]
+        ]
+        lines += [f"- note: {n}" for n in section["notes"]] + [""]
     return "\n".join(lines)
 
 

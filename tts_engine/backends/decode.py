@@ -81,10 +81,12 @@ class KVStore(Cache):
         stay static)."""
         self.rows, self.columns = rows, columns
         self.views = [(k[:rows, :, :columns], v[:rows, :, :columns]) for k, v in zip(self.keys, self.values)]
-        if self.static and self.keys[0].is_cuda:
+        if self.static:
             for pair in self.views:
                 for t in pair:
-                    torch._dynamo.mark_static_address(t, guard=False)
+                    _dynamic(t, 0, 2)
+                    if t.is_cuda:
+                        torch._dynamo.mark_static_address(t, guard=False)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
         keys, values = self.views[layer_idx]
@@ -159,8 +161,17 @@ class Batch:
 
 
 def bucket(rows: int) -> int:
-    """The static loop's batch size for `rows` live rows: the next power of two."""
-    return 1 << max(0, rows - 1).bit_length()
+    """The static loop's batch size for `rows` live rows: the next power of two, at least 2 (torch.compile
+    specialises a dimension of size 1: a bucket of 1 would compile the step once more)."""
+    return max(2, 1 << max(0, rows - 1).bit_length())
+
+
+def _dynamic(tensor: torch.Tensor | None, *dims: int) -> None:
+    """Compile the step for any size of these dimensions at once (batch slots, columns): one compilation serves
+    every bucket and every call's column count, instead of one more at the first size that changes."""
+    if tensor is not None:
+        for dim in dims:
+            torch._dynamo.maybe_mark_dynamic(tensor, dim)
 
 
 class Decoder:
@@ -270,6 +281,8 @@ class Decoder:
         args = (self.model, self.cache_name, store, ids, positions, visible, seeds, step_t)
         settings = (params.temperature, params.top_p, params.top_logprobs)
         if self.compile and self._compiled is not False:
+            for tensor, dims in ((ids, (0,)), (positions, (0,)), (visible, (0, 1)), (seeds, (0,))):
+                _dynamic(tensor, *dims)
             try:
                 if self._compiled is None:
                     self._compiled = torch.compile(static_step, mode="reduce-overhead", dynamic=None)
