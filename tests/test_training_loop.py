@@ -22,11 +22,13 @@ SELF_CHECK = ["--gen-batch", 2, "--own-problems", 1, "--group-size", 2, "--plant
 SELF_CHECK += ["--eval-every", 2, "--dev-per-level", 1, "--threads", 1]
 PINNED = {
     "sft": {"loss": [4.6153, 4.5968, 4.6008, 4.6121]},
-    "joint_resolve": {"gen_loss": [4.6088, 4.607, 4.5831], "check_loss": [4.6119, 4.5509, 4.6043]},
-    "joint_yes_no": {"gen_loss": [4.6088, 4.6076, 4.5849], "check_loss": [4.7105, 4.7076, 4.7009]},
+    "joint_resolve": {"gen_loss": [4.6088, 4.607, 4.5831], "check_loss": [4.6124, 4.5511, 4.604]},
+    "joint_yes_no": {"gen_loss": [4.6088, 4.6076, 4.5849], "check_loss": [4.7081, 4.7071, 4.7019]},
     "recompute": {"gen_loss": [4.5864, 4.561, 4.5839], "check_loss": [4.5716, 4.5346, 4.558]},
 }
-"""Losses the trainers logged on these micro runs before the shared loop (rounded to 4 digits, as logged)."""
+"""Losses the trainers logged on these micro runs before the shared loop (rounded to 4 digits, as logged); the
+check losses and Tango's verifier losses, which read freshly sampled solutions, as the on-device sampler (per-row
+counter-based noise) draws them."""
 
 
 def tts(*args):
@@ -83,6 +85,6 @@ def test_tango_runs_through_the_shared_outer_loop(sft_run, tmp_path):
     records = logged(tmp_path)
     assert [r["step"] for r in records] == list(range(1, 8))
     losses = [r.get("verifier_sft_loss") for r in records]
-    assert losses == [pytest.approx(4.6256, abs=1e-4), pytest.approx(4.616, abs=1e-4), None, None, None,
-                      pytest.approx(4.5964, abs=1e-4), None]  # fmt: skip
+    assert losses == [pytest.approx(4.6265, abs=1e-4), pytest.approx(4.6157, abs=1e-4), None, None, None,
+                      pytest.approx(4.5913, abs=1e-4), None]  # fmt: skip
     assert (tmp_path / "generator" / "config.json").is_file() and (tmp_path / "verifier_warm").is_dir()
