@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import random
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -17,6 +19,18 @@ from .decode import DECODE_LOOPS, Batch, Decoder, bucket
 from .prefix_cache import PrefixCache
 
 log = logging.getLogger(__name__)
+
+
+def _one_call_at_a_time(method):
+    """Serialise a backend method: several threads may share one backend (a server's request handlers), but its
+    decoder's KV store and its prefix cache hold one call's state at a time."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 class HFBackend(TokenizerMethods):
@@ -68,6 +82,7 @@ class HFBackend(TokenizerMethods):
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens else None
+        self._lock = threading.RLock()  # see _one_call_at_a_time
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos_ids = _eos_ids(model, tokenizer)
         # transformers renamed `past_key_values` to `cache` (5.2x); accept both.
@@ -89,6 +104,7 @@ class HFBackend(TokenizerMethods):
         return int(getattr(self.model.config, "max_position_embeddings", 1 << 30))
 
     # --- generation -------------------------------------------------------------------------------------
+    @_one_call_at_a_time
     @torch.inference_mode()
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]:
         """`params.n` samples for each prompt, in input order. Rows are decoded max_batch_rows at a time; a chunk
@@ -311,6 +327,7 @@ class HFBackend(TokenizerMethods):
         )
 
     # --- verifier scoring -------------------------------------------------------------------------------
+    @_one_call_at_a_time
     @torch.inference_mode()
     def final_hidden_states(self, prompts: Sequence[str]) -> torch.Tensor:
         """Hidden state after the final norm at each prompt's last position `# (B, D)`; never full logits."""
@@ -325,6 +342,7 @@ class HFBackend(TokenizerMethods):
                 hidden[i] = h
         return torch.stack(hidden)  # (B, D)
 
+    @_one_call_at_a_time
     @torch.inference_mode()
     def yes_no_logprobs(self, prompts: Sequence[str], yes_id: int, no_id: int) -> list[tuple[float, float]]:
         """log P(Yes), log P(No) at each prompt's next position: the token-score op with two targets (on CUDA
@@ -343,6 +361,7 @@ class HFBackend(TokenizerMethods):
         """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
         return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
 
+    @_one_call_at_a_time
     @torch.inference_mode()
     def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
         """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced. The
