@@ -29,6 +29,7 @@ import torch
 from transformers.cache_utils import Cache
 
 from ..sampling import sample_step
+from .base import is_out_of_memory
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +290,8 @@ class Decoder:
                 torch.compiler.cudagraph_mark_step_begin()
                 return self._compiled(*args, *settings).clone()
             except Exception as err:  # noqa: BLE001 - a compile or capture failure must not lose the run
+                if is_out_of_memory(err):
+                    raise  # the backend retries the batch in halves
                 log.warning("compiled decode step failed (%s: %s); running it eagerly", type(err).__name__, err)
                 self._compiled = False
         return static_step(*args, *settings)

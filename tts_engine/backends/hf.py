@@ -272,9 +272,9 @@ class HFBackend(TokenizerMethods):
         """Drop finished rows from the batch: in the dynamic loop at once (a compaction moves only the live rows
         that fill finished slots); in the static loop when the live rows fit in half the bucket."""
         if self.decoder.static:
-            if live > batch.store.rows // 2:
-                return
             rows = bucket(live)
+            if rows >= batch.store.rows:
+                return
         elif live == len(batch.slots):
             return
         else:
