@@ -1,5 +1,5 @@
-"""The hf backend's decoding loop: a KV store allocated once per batch, one forward and one sampling pass per step,
-one device-to-host transfer per step.
+"""The hf backend's decoding loop: a KV store allocated once (and reused across calls), one forward and one
+sampling pass per step, one device-to-host transfer per step.
 
 The prompts are prefilled by the model as usual (a DynamicCache, with the prefix cache's hits); their keys and
 values are then copied once into a `KVStore`, whose buffers `# (R, H, C, D)` hold R batch slots and C columns
@@ -8,14 +8,14 @@ values are then copied once into a `KVStore`, whose buffers `# (R, H, C, D)` hol
 
 - `dynamic`: attention reads the columns written so far (views that grow by one column a step, so nothing is
   copied as the cache grows); finished rows leave the batch at once (live rows from the end of the batch move
-  into their slots: a copy of those rows only).
-  Every step's shapes differ, so it runs eagerly. The CPU default.
+  into their slots: a copy of those rows only). Every step's shapes differ, so it runs eagerly. The CPU default.
 - `static`: every step has the same shapes: attention reads all C columns (those not yet written are masked),
   and rows sit in a power-of-two bucket where finished rows stay, masked out of the results, until the live
   ones fit in half the bucket (then they are compacted into the next smaller bucket). On CUDA the step
   (forward + sampling) is compiled with `torch.compile(mode="reduce-overhead")`: CUDA graphs replay it without
-  per-op launch overhead; the buffers are reused across calls so their addresses stay the same. The CUDA
-  default.
+  per-op launch overhead. Batch and column sizes are compiled as dynamic dimensions (one compilation for every
+  bucket and call), and the buffers are reused across calls so their addresses, which the graphs hold, stay
+  the same. The CUDA default.
 
 Both give the same samples (a row's noise depends only on its seed and step: tts_engine/sampling.py).
 """
@@ -45,9 +45,14 @@ class KVStore(Cache):
     full `rows` x C buffers and writes at the device index `write_index`, so a captured step never changes shape
     or reads a host value."""
 
-    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], *, static: bool):
+    def __init__(
+        self, keys: list[torch.Tensor], values: list[torch.Tensor], *, static: bool, kv: torch.Tensor | None = None
+    ):
         super().__init__(layers=[])
         self.keys, self.values, self.static = keys, values, static
+        self.kv = kv
+        """`# (layers, 2, R, H, C, D)`: every buffer in one tensor when the layers' shapes agree (keys and values
+        are its views), so that a row's copy or a compaction is one op for all layers."""
         self.rows, self.columns = keys[0].shape[0], keys[0].shape[2]
         """Slots and columns in use (views of the buffers' first ones)."""
         self.length = 0
@@ -59,8 +64,12 @@ class KVStore(Cache):
 
     @classmethod
     def allocate(cls, like: list[tuple[torch.Tensor, torch.Tensor]], rows: int, columns: int, *, static: bool):
-        """A store (zeroed if static) shaped after per-layer (keys, values) `# (U, H, T, D)` (e.g. a prefill's cache)."""
+        """A store (zeroed if static) shaped after per-layer (keys, values) `# (U, H, T, D)` (a prefill's cache)."""
         new = torch.zeros if static else torch.empty  # the dynamic loop reads only what it wrote
+        k0 = like[0][0]
+        if all(k.shape[1:] == k0.shape[1:] == v.shape[1:] and k.dtype == v.dtype == k0.dtype for k, v in like):
+            kv = new((len(like), 2, rows, k0.shape[1], columns, k0.shape[3]), dtype=k0.dtype, device=k0.device)
+            return cls([kv[i, 0] for i in range(len(like))], [kv[i, 1] for i in range(len(like))], static=static, kv=kv)
         keys = [new((rows, k.shape[1], columns, k.shape[3]), dtype=k.dtype, device=k.device) for k, _ in like]
         values = [new((rows, v.shape[1], columns, v.shape[3]), dtype=v.dtype, device=v.device) for _, v in like]
         return cls(keys, values, static=static)
@@ -113,10 +122,17 @@ class KVStore(Cache):
 
     def row_layers(self, slot: int, columns: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per-layer (keys, values) `# (H, L, D)` of batch slot `slot` at `columns` `# (L,)` (copies)."""
+        if self.kv is not None:
+            row = self.kv[:, :, slot].index_select(-2, columns)  # (layers, 2, H, L, D): one copy
+            return [(layer[0], layer[1]) for layer in row]
         return [(k[slot].index_select(1, columns), v[slot].index_select(1, columns)) for k, v in self.views]
 
     def move(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy the slots `src` `# (M,)` onto the slots `dst` `# (M,)` (the written columns only)."""
+        if self.kv is not None:
+            written = self.kv[..., : self.length, :]  # (layers, 2, R, H, L, D)
+            written.index_copy_(2, dst, written.index_select(2, src))
+            return
         for buffers in (self.keys, self.values):
             for buffer in buffers:
                 written = buffer[:, :, : self.length]
@@ -238,7 +254,9 @@ class Decoder:
         columns it wrote."""
         pool = self._pool
         if pool is not None and pool.fits(prefill, rows, columns):
-            if self.static:
+            if self.static and pool.kv is not None:
+                pool.kv[:, :, :rows, :, :columns].zero_()
+            elif self.static:
                 for keys, values in zip(pool.keys, pool.values):
                     keys[:rows, :, :columns].zero_()
                     values[:rows, :, :columns].zero_()
@@ -249,7 +267,7 @@ class Decoder:
         return self._pool
 
     def release(self) -> None:
-        """Drop the static store (e.g. before retrying a batch that ran out of memory)."""
+        """Drop the kept store (before retrying a batch that ran out of memory)."""
         self._pool = None
 
     def step(self, batch: Batch, tokens: torch.Tensor, params, step: int) -> torch.Tensor:
