@@ -9,6 +9,7 @@ from tts_engine.results import read_results, strategy_of
 from tts_engine.strategies import strategies
 from tts_engine.strategies.adaptive import AdaptiveConfig
 from tts_engine.strategies.deepconf import DeepConfConfig
+from tts_engine.strategies.particle import ParticleConfig
 from tts_engine.strategies.search import SearchConfig
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(3)]
@@ -19,6 +20,7 @@ SETTINGS = {
     "beam": {"config": SearchConfig(beam_width=2, max_steps=2, step_delimiter=" ")},
     "dvts": {"config": SearchConfig(beam_width=2, max_steps=2, step_delimiter=" ")},
     "deepconf": {"config": DeepConfConfig(warmup=2, trace_wave=2)},
+    "particle": {"config": ParticleConfig(max_steps=2, step_delimiter=" ", sweeps=2)},
 }
 
 

@@ -213,3 +213,21 @@ def test_stop_strings_across_tokens_and_with_spaces_stop_where_the_text_shows_th
                     k for k in range(1, len(a.token_ids) + 1) if len(hf_backend.decode(a.token_ids[:k])) >= end
                 )
                 assert b.token_ids == a.token_ids[:stop_at] and b.finish_reason == "stop", (stop, full)
+
+
+def test_remembered_reads_are_reused_by_the_read_that_extends_them_without_changing_values(tiny_model_dir):
+    from tts_engine.backends.hf import HFBackend
+
+    cold, warm = HFBackend(tiny_model_dir, prefix_cache_tokens=0), HFBackend(tiny_model_dir)
+    queries = ["Compute 1+2. ", "Compute left to right: 12*3+4-5. "]  # ragged: the batch is left-padded
+    steps = ["1+2=3\n", "12*3=36\n"]
+    first = warm.continuation_logprobs(queries, steps, remember=True)
+    assert first == pytest.approx(cold.continuation_logprobs(queries, steps), abs=1e-4)
+    extended = [q + s for q, s in zip(queries, steps)]
+    assert warm.cached_prefix_tokens(extended) == [len(warm.encode(q)) - 1 for q in extended]
+    more = ["\\boxed{3}", "36+4=40\n"]
+    got = warm.continuation_logprobs(extended, more)
+    assert got == pytest.approx(cold.continuation_logprobs(extended, more), abs=1e-4)
+    warm.prefix_cache.clear()
+    warm.continuation_logprobs(queries, steps)  # not remembered unless asked
+    assert warm.cached_prefix_tokens(extended) == [0, 0]

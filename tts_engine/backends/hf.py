@@ -360,16 +360,25 @@ class HFBackend(TokenizerMethods):
         logp_yes, logp_no = fused_verifier_score(hidden, head.weight, yes_id, no_id, bias=getattr(head, "bias", None))
         return list(zip(logp_yes.tolist(), logp_no.tolist()))
 
+    remembers_reads = True
+    """`continuation_logprobs(..., remember=True)` keeps each read's keys and values in the prefix cache."""
+
     @torch.inference_mode()
-    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
+    def continuation_logprobs(
+        self, prompts: Sequence[str], continuations: Sequence[str], *, remember: bool = False
+    ) -> list[float]:
         """log P(continuation | prompt) of each pair: the sum of its tokens' log-probs, teacher-forced."""
-        return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations)]
+        return [sum(row) for row in self.continuation_token_logprobs(prompts, continuations, remember=remember)]
 
     @_one_call_at_a_time
     @torch.inference_mode()
-    def continuation_token_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+    def continuation_token_logprobs(
+        self, prompts: Sequence[str], continuations: Sequence[str], *, remember: bool = False
+    ) -> list[list[float]]:
         """log P(token | prompt and the continuation before it) of every continuation token, teacher-forced. The
         prompt's keys and values come from the prefix cache where it holds them (e.g. a check just written).
+        `remember`: keep each prompt + continuation in the prefix cache, for a read that a later one extends (a
+        step scorer reads step k + 1 after steps 1..k: it then computes only the new step's tokens).
 
         Every row's positions go through one token-score call per batch (on CUDA the fused kernel, which never
         holds the (T, V) logits; elsewhere its torch reference), not a log-softmax per row."""
@@ -384,7 +393,10 @@ class HFBackend(TokenizerMethods):
         for start in range(0, len(rows), self.max_batch_rows):
             part = rows[start : start + self.max_batch_rows]
             # At most len(p) - 1 cached tokens: the logits that predict the continuation must be computed.
-            result, _, _ = self._forward_prompts(body, [p + c for p, c in part], reusable=[len(p) - 1 for p, _ in part])
+            sequences = [p + c for p, c in part]
+            result, mask, _ = self._forward_prompts(body, sequences, reusable=[len(p) - 1 for p, _ in part])
+            if remember and self.prefix_cache is not None:
+                self._remember_reads(getattr(result, self._cache_name), mask, sequences)
             lengths = [len(c) for _, c in part]
             hidden = self.continuation_positions(result.last_hidden_state, lengths)  # (T, D), T = sum(lengths)
             targets = torch.tensor([t for _, c in part for t in c], dtype=torch.long, device=self.device)  # (T,)
@@ -394,6 +406,16 @@ class HFBackend(TokenizerMethods):
                 out.append(logp[at : at + n])
                 at += n
         return out
+
+    def _remember_reads(self, cache, mask: torch.Tensor, sequences: list[list[int]]) -> None:
+        """Store each row's keys and values (the real columns of `mask` `# (U, P + R)`) under its token ids."""
+        layers = [(layer.keys, layer.values) for layer in cache.layers]  # (U, H, P + R, D) each
+        for row, ids in enumerate(sequences):
+            columns = mask[row].nonzero().squeeze(-1)  # (len(ids),)
+            if len(columns) == len(ids):
+                self.prefix_cache.put(
+                    ids, [(k[row].index_select(1, columns), v[row].index_select(1, columns)) for k, v in layers]
+                )
 
     @staticmethod
     def continuation_positions(hidden: torch.Tensor, lengths: Sequence[int]) -> torch.Tensor:

@@ -19,6 +19,7 @@ BUILTIN_STRATEGY_MODULES = (
     "tts_engine.strategies.adaptive",
     "tts_engine.strategies.deepconf",
     "tts_engine.strategies.search.plan",
+    "tts_engine.strategies.particle",
 )
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
 

@@ -92,9 +92,12 @@ def solution_path(solution: str) -> str | None:
     return body[: at + 1] + answer + "\n" + RESOLVE_END
 
 
-def teacher_forced_reads(backend, pairs: list[tuple[str, str] | None]) -> list[tuple[float, int]]:
+def teacher_forced_reads(
+    backend, pairs: list[tuple[str, str] | None], *, remember: bool = False
+) -> list[tuple[float, int]]:
     """(P(continuation | query) teacher-forced, tokens computed) of each (query, continuation); (0, 0) for None
-    or a pair longer than the context. Tokens computed: query + continuation, less what the prefix cache holds."""
+    or a pair longer than the context. Tokens computed: query + continuation, less what the prefix cache holds.
+    `remember`: a later read extends these (a step scorer's next step): backends that can keep them cached do."""
     fits = [
         k
         for k, pair in enumerate(pairs)
@@ -103,7 +106,8 @@ def teacher_forced_reads(backend, pairs: list[tuple[str, str] | None]) -> list[t
     queries, continuations = [pairs[k][0] for k in fits], [pairs[k][1] for k in fits]
     lookup = getattr(backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))
     cached = lookup(queries) if fits else []
-    logps = backend.continuation_logprobs(queries, continuations) if fits else []
+    keep = {"remember": True} if remember and getattr(backend, "remembers_reads", False) else {}
+    logps = backend.continuation_logprobs(queries, continuations, **keep) if fits else []
     reads = [(0.0, 0)] * len(pairs)
     for k, q, c, hit, logp in zip(fits, queries, continuations, cached, logps):
         reads[k] = (math.exp(logp), len(backend.encode(q)) + len(backend.encode(c)) - hit)
@@ -276,7 +280,7 @@ class PathStepScorer(PrefixCachedScorer):
             before, now = self._path(row[:-1]), self._path(row)
             common = common_prefix(before, now)
             pairs.append(None if common == now else (check + common, now[len(common) :]))
-        reads = teacher_forced_reads(checker.backend, pairs)
+        reads = teacher_forced_reads(checker.backend, pairs, remember=True)
         return [(1.0, 0) if pair is None else read for pair, read in zip(pairs, reads)]
 
     def _path(self, row: Sequence[str]) -> str:

@@ -222,7 +222,7 @@ class RecomputeStepScorer(PrefixCachedScorer):
             pieces = step_pieces(row)
             query = check_query(self.verifier.config, problem, self.prompt_for(problem))
             pairs.append((query + "".join(pieces[:-1]), pieces[-1]))
-        return teacher_forced_reads(self.verifier.backend, pairs)
+        return teacher_forced_reads(self.verifier.backend, pairs, remember=True)
 
 
 register_verify_form("recompute", RecomputeVerifier)

@@ -1,0 +1,249 @@
+"""Particle filtering and particle Gibbs (`--strategy particle`): sampling by the step scorer's belief instead of
+a greedy cut (Puri et al. 2025, "A Probabilistic Inference Approach to Inference-Time Scaling of LLMs using
+Particle-Based Monte Carlo Methods").
+
+Each round every unfinished particle of every open problem grows one step (one generate call, the step
+delimiter as stop string), the new steps are scored (one scoring call: the engine's step scorer, as beam search
+uses), and the problem's particles are resampled with replacement, each drawn with probability
+softmax(logit(score) / resample_temperature), finished particles included (they keep their final score and are
+not extended). A particle drawn twice continues as two (their next steps differ). Resampling keeps paths the
+scorer doubts alive in proportion to its doubt, where beam search would prune them.
+
+Particle Gibbs (`sweeps` > 1) splits the N particles into sweeps of N/sweeps, run one after the other. Each later
+sweep keeps a reference particle, drawn by weight from the previous sweep's final particles: at every round its
+prefix of that many steps joins the resampling (a copy drawn from it grows fresh steps from there on). The
+record holds every sweep's final particles (N samples), voted on by their step scores (`step_prod`, ...), as
+beam search's are; its `search` block holds the whole tree and each sweep's final particles.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterator, Literal, Sequence
+
+from ..params import SamplingParams
+from ..problems import Problem
+from .registry import register_strategy
+from .rounds import derive_seed
+from .search.config import SearchConfig
+from .search.runner import SCORE_KINDS, Group, Node, Search, Tree, build_records, new_trees
+from .search.strategies import GroupPlan
+
+
+@dataclass
+class ParticleConfig:
+    """How particle filtering grows, weighs and resamples its particles."""
+
+    resample_temperature: float = 1.0
+    """T of the resampling weights softmax(logit(score) / T): small T follows the scorer greedily, large T
+    resamples almost uniformly (1.0 as the published particle filtering)."""
+
+    sweeps: int = 1
+    """1 is particle filtering; k > 1 is particle Gibbs: k sweeps of N/k particles, each after the first keeping
+    a reference particle from the one before (N must be a multiple of k, with at least 2 particles a sweep)."""
+
+    max_steps: int = 40
+    """Most rounds (steps) of a sweep; in the last round particles are sampled to the end."""
+
+    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
+    """How a particle's step scores become the score that weighs it. Default: the step scorer's own (prod for a
+    checkpoint's own step checks, last for a PRM)."""
+
+    step_delimiter: str | None = None
+    """The stop string that ends a step. Default: the checkpoint's own `step_delimiter`."""
+
+    prm_format: str | None = None
+    """Format of a discriminative PRM (--verifier-kind prm). Default: detected from the checkpoint's config."""
+
+    def __post_init__(self) -> None:
+        t = self.resample_temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
+            raise ValueError(f"resample_temperature must be a number > 0, got {t!r}")
+        for name in ("sweeps", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        # The step settings mean what they mean to beam search, and are checked there.
+        SearchConfig(step_aggregation=self.step_aggregation, step_delimiter=self.step_delimiter, prm_format=None)
+
+    def check_n(self, n: int, strategy: str) -> None:
+        """Rules across fields: N particles split into `sweeps` sweeps of at least 2 (a reference and a new one)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an integer >= 1, got {n!r}")
+        if n % self.sweeps:
+            raise ValueError(f"{strategy}: n must be a multiple of sweeps, got n={n}, sweeps={self.sweeps}")
+        if self.sweeps > 1 and n // self.sweeps < 2:
+            raise ValueError(
+                f"{strategy}: sweeps={self.sweeps} leaves {n // self.sweeps} particle per sweep for n={n}; "
+                f"particle Gibbs needs at least 2 per sweep (at most sweeps={n // 2})"
+            )
+
+
+def resampling_weights(scores: Sequence[float], temperature: float) -> list[float]:
+    """softmax(logit(score) / T) of scores in [0, 1] (clipped away from 0 and 1)."""
+    logits = [math.log(s / (1 - s)) / temperature for s in (min(max(x, 1e-6), 1 - 1e-6) for x in scores)]
+    top = max(logits)
+    exp = [math.exp(x - top) for x in logits]
+    return [x / sum(exp) for x in exp]
+
+
+@dataclass
+class Swarm:
+    """One problem's particles in the sweep under way, and the sweeps done."""
+
+    tree: Tree
+    size: int
+    """Particles per sweep (N / sweeps)."""
+    sweep: int = 0
+    depth: int = 0
+    """Rounds of this sweep done."""
+    particles: list[Node] = field(default_factory=list)
+    """The free particles (with repeats: a particle drawn twice is here twice)."""
+    reference: list[Node] = field(default_factory=list)
+    """The reference particle's path, step 1 first (empty in the first sweep)."""
+    finals: list[list[Node]] = field(default_factory=list)
+
+    def reference_at(self, depth: int) -> list[Node]:
+        """The reference's prefix of `depth` steps (its whole path when shorter), as a one-item list or []."""
+        return [self.reference[min(depth, len(self.reference)) - 1]] if self.reference else []
+
+
+class ParticlePlan:
+    """Particle filtering (or particle Gibbs) over a run, with the engine's step scorer unless one is given."""
+
+    name = "particle"
+
+    def __init__(self, engine, params: SamplingParams, config: ParticleConfig, *, step_scorer=None):
+        config.check_n(params.n, self.name)
+        delimiter = config.step_delimiter or engine.prompt_config.step_delimiter
+        scorer = step_scorer or engine.step_scorer(delimiter, prm_format=config.prm_format)
+        aggregation = config.step_aggregation or getattr(scorer, "aggregation", "last")
+        self.engine, self.params, self.config = engine, params, config
+        self.rows_per_problem = params.n // config.sweeps
+        self.search_config = SearchConfig(
+            beam_width=1, max_steps=config.max_steps, step_aggregation=aggregation, filter_duplicates=False
+        )
+        self.searches = [  # a sweep of its own draws its own steps
+            Search(engine.backend, scorer, self.search_config, _sweep_params(params, s), delimiter)
+            for s in range(config.sweeps)
+        ]
+        self.run_block: dict[str, Any] = {
+            **engine.run_info(params),
+            "verifier": getattr(scorer, "name", type(scorer).__name__),
+            "particle": {**asdict(config), "step_aggregation": aggregation, "step_delimiter": delimiter},
+        }
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+        swarms = [Swarm(tree, self.rows_per_problem) for tree in new_trees(self.engine, problems, [])]
+        for swarm in swarms:
+            self._start_sweep(swarm)
+        while swarms:
+            started = time.perf_counter()
+            verify_s = self._round(swarms)
+            share, verify_share = (time.perf_counter() - started) / len(swarms), verify_s / len(swarms)
+            still = []
+            for swarm in swarms:
+                swarm.tree.time_s += share
+                swarm.tree.verify_time_s += verify_share
+                if swarm.sweep == self.config.sweeps:
+                    yield self._record(swarm)
+                else:
+                    still.append(swarm)
+            swarms = still
+
+    # --- one round of every open problem ---------------------------------------------------------------------
+    def _round(self, swarms: list[Swarm]) -> float:
+        """Grow every open particle a step, score the new steps, resample; returns the seconds spent scoring."""
+        children: list[tuple[Tree, Node]] = []
+        by_stage: dict[tuple[int, int], list[Swarm]] = {}
+        for swarm in swarms:
+            by_stage.setdefault((swarm.sweep, swarm.depth), []).append(swarm)
+        for (sweep, depth), group in sorted(by_stage.items()):
+            children += self.searches[sweep].expand([s.tree for s in group], depth)
+        scoring = time.perf_counter()
+        self.searches[0].score(children)
+        verify_s = time.perf_counter() - scoring
+        for swarm in swarms:
+            self._resample(swarm, [node for tree, node in children if tree is swarm.tree])
+        return verify_s
+
+    def _resample(self, swarm: Swarm, children: list[Node]) -> None:
+        """Each open particle becomes its child; then the free particles are drawn anew from them and the
+        reference's prefix; the sweep ends when every free particle is finished."""
+        grown: dict[int, list[Node]] = {}
+        for child in children:
+            grown.setdefault(child.parent, []).append(child)
+        particles = [p if p.finished else grown[p.id].pop() for p in swarm.particles]
+        swarm.depth += 1
+        pool = particles + swarm.reference_at(swarm.depth)
+        weights = resampling_weights([p.rank_score for p in pool], self.config.resample_temperature)
+        stream = f"particle\x00{swarm.tree.problem.id}\x00{swarm.sweep}"
+        rng = random.Random(derive_seed(self.params.seed, stream, swarm.depth))  # per problem, sweep and round
+        swarm.particles = rng.choices(pool, weights=weights, k=len(particles))
+        for p in swarm.particles:
+            p.kept = True
+        open_ = [p for p in swarm.particles if not p.finished]
+        swarm.tree.groups = [Group(GroupPlan(0, len(open_), 1, swarm.size), kept=open_, children_each=1)]
+        swarm.tree.rounds += 1
+        if not open_:
+            self._end_sweep(swarm)
+
+    # --- sweeps ----------------------------------------------------------------------------------------------
+    def _start_sweep(self, swarm: Swarm) -> None:
+        root = swarm.tree.nodes[0]
+        free = swarm.size - (1 if swarm.reference else 0)
+        swarm.depth, swarm.particles = 0, [root] * free
+        swarm.tree.groups = [Group(GroupPlan(free, free, 1, swarm.size), kept=[root], children_each=1)]
+
+    def _end_sweep(self, swarm: Swarm) -> None:
+        final = swarm.particles + swarm.reference[-1:]
+        swarm.finals.append(final)
+        swarm.sweep += 1
+        if swarm.sweep < self.config.sweeps:
+            weights = resampling_weights([p.rank_score for p in final], self.config.resample_temperature)
+            rng = random.Random(derive_seed(self.params.seed, f"reference\x00{swarm.tree.problem.id}", swarm.sweep))
+            swarm.reference = _path(swarm.tree, rng.choices(final, weights=weights)[0])
+            self._start_sweep(swarm)
+
+    def _record(self, swarm: Swarm) -> dict[str, Any]:
+        finals = [p for final in swarm.finals for p in final]
+        swarm.tree.groups = [Group(GroupPlan(0, 0, 1, len(finals)), kept=[], finished=finals)]
+        [record] = build_records(self.engine, [swarm.tree], self.params, self.run_block)
+        record["search"]["sweeps"] = [[p.id for p in final] for final in swarm.finals]
+        return record
+
+
+def _sweep_params(params: SamplingParams, sweep: int) -> SamplingParams:
+    return replace(params, seed=derive_seed(params.seed, "particle-sweep", sweep))
+
+
+def _path(tree: Tree, leaf: Node) -> list[Node]:
+    """The nodes from step 1 to `leaf`."""
+    path = []
+    node: Node | None = leaf
+    while node is not None and node.parent is not None:
+        path.append(node)
+        node = tree.nodes[node.parent]
+    return path[::-1]
+
+
+def _step_kinds(engine, config) -> tuple[str, ...]:
+    return SCORE_KINDS
+
+
+def _step_headline(engine, config: ParticleConfig | None) -> str:
+    return f"step_{(config.step_aggregation if config is not None else None) or 'last'}"
+
+
+@register_strategy(
+    "particle",
+    config_type=ParticleConfig,
+    help="Particle filtering (particle Gibbs with --sweeps > 1): particles resampled by their step scores.",
+    verifier_kinds=_step_kinds,
+    headline=_step_headline,
+)
+def particle_plan(engine, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
+    return ParticlePlan(engine, params, config, **extra)
