@@ -140,3 +140,27 @@ def _bundled():
     from tts_engine.problems import load_problems
 
     return load_problems(default_problems_path())
+
+
+def test_particle_gibbs_per_request_over_tts_serve_with_the_official_client():
+    openai = pytest.importorskip("openai")
+    pytest.importorskip("uvicorn")
+    from test_strategy_registry import InProcessServer
+
+    problem = _bundled()[150].text  # a level 7 problem
+    with InProcessServer(Engine()) as client:
+        reply = client.chat.completions.create(
+            model="particle:tts-default",
+            messages=[{"role": "user", "content": problem}],
+            extra_body={"tts": {"sweeps": 2, "resample_temperature": 0.5}},
+        )
+        for bad, message in (({"sweeps": 3}, "n must be a multiple of sweeps"), ({"resample_temperature": 0}, "> 0")):
+            with pytest.raises(openai.BadRequestError, match=message):
+                client.chat.completions.create(
+                    model="particle:tts-default",
+                    messages=[{"role": "user", "content": problem}],
+                    extra_body={"tts": bad},
+                )
+    (record,) = reply.tts["problems"]
+    assert reply.tts["strategy"] == "particle" and reply.choices[0].message.content
+    assert record["compute"]["verifier_tokens"] > 0 and len(record["search"]["sweeps"]) == 2

@@ -74,7 +74,10 @@ class ParticleConfig:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an integer >= 1, got {n!r}")
         if n % self.sweeps:
-            raise ValueError(f"{strategy}: n must be a multiple of sweeps, got n={n}, sweeps={self.sweeps}")
+            raise ValueError(
+                f"{strategy}: n must be a multiple of sweeps, got n={n}, sweeps={self.sweeps} "
+                f"(try --n {max(self.sweeps, n - n % self.sweeps)})"
+            )
         if self.sweeps > 1 and n // self.sweeps < 2:
             raise ValueError(
                 f"{strategy}: sweeps={self.sweeps} leaves {n // self.sweeps} particle per sweep for n={n}; "
