@@ -4,8 +4,8 @@ settings' errors, and end to end on the embedded default."""
 from __future__ import annotations
 
 import pytest
-
 from test_search import DELIM, PROBLEMS, DigitScorer, ScriptedBackend
+
 from tts_engine.engine import Engine
 from tts_engine.strategies.particle import ParticleConfig, resampling_weights
 
