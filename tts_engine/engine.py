@@ -137,7 +137,7 @@ class Engine:
         **sampling: Any,
     ) -> list[dict[str, Any]]:
         """Solve every problem with one strategy (`tts_engine.strategies.strategies()`: fixed, adaptive-length,
-        adaptive-n, deepconf, beam, dvts, ...); records in input order, written to `out` as each problem finishes
+        adaptive-n, deepconf, beam, dvts, particle, ...); records in input order, written to `out` as each problem finishes
         (a rerun with the same `out` resumes).
 
         `sampling` are `SamplingParams` fields (n, temperature, top_p, max_new_tokens, seed, top_logprobs,

@@ -1,6 +1,6 @@
 """The strategies, one file (or folder) each, beside the round library they share (`rounds.py`) and the
 registry that every other part reads (`registry.py`): fixed, adaptive-length and adaptive-n (`adaptive.py`),
-deepconf, beam and dvts (`search/`). Adding a strategy: docs/architecture.md."""
+deepconf, beam and dvts (`search/`), particle. Adding a strategy: docs/architecture.md."""
 
 from .registry import (
     StrategyEntry,

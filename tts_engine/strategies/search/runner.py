@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 
 SCORE_KINDS = tuple(f"step_{how}" for how in STEP_AGGREGATIONS)
 for _how in STEP_AGGREGATIONS:
-    register_score_kind(f"step_{_how}", f"a search beam's own step scores aggregated by {_how}", "search (beam, dvts)")
+    register_score_kind(
+        f"step_{_how}", f"a search beam's own step scores aggregated by {_how}", "search (beam, dvts, particle)"
+    )
 
 
 # --- the tree ----------------------------------------------------------------------------------------------
