@@ -116,6 +116,17 @@ class Engine:
         prompt_for = lambda text: build_prompt(self.prompt_config, text, self.backend)  # noqa: E731
         return self.verifier.step_scorer(prompt_for, delimiter, self.score_norm)
 
+    def step_aggregation(self) -> str:
+        """How the engine's step scorer ranks a partial solution by default (prod for a checkpoint's own step
+        checks, last for a PRM or where there is no step scorer); read without loading a PRM."""
+        if self.verifier_kind == "prm" or self.verifier is None:
+            return "last"
+        try:
+            scorer = self.step_scorer(self.prompt_config.step_delimiter)
+        except ValueError:  # a verifier that cannot score steps
+            return "last"
+        return getattr(scorer, "aggregation", "last")
+
     def prompts(self, problems: Sequence[Problem]) -> list[str]:
         """The exact generation prompt of each problem."""
         return [build_prompt(self.prompt_config, p.text, self.backend) for p in problems]

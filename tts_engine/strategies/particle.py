@@ -238,7 +238,8 @@ def _step_kinds(engine, config) -> tuple[str, ...]:
 
 
 def _step_headline(engine, config: ParticleConfig | None) -> str:
-    return f"step_{(config.step_aggregation if config is not None else None) or 'last'}"
+    """The step kind the particles are weighed by (and the votes use by default)."""
+    return f"step_{(config.step_aggregation if config is not None else None) or engine.step_aggregation()}"
 
 
 @register_strategy(

@@ -55,8 +55,9 @@ def _step_kinds(engine, config) -> tuple[str, ...]:
 
 
 def _step_headline(engine, config: SearchConfig | None) -> str:
-    """The step kind a search's votes use by default: its --step-aggregation, else the last step's score."""
-    return f"step_{(config.step_aggregation if config is not None else None) or 'last'}"
+    """The step kind a search's votes use by default: the one it ranks by (its --step-aggregation, else the step
+    scorer's own)."""
+    return f"step_{(config.step_aggregation if config is not None else None) or engine.step_aggregation()}"
 
 
 SEARCH_ENTRY = {"config_type": SearchConfig, "verifier_kinds": _step_kinds, "headline": _step_headline}
