@@ -6,7 +6,9 @@ search and DVTS with N beams, particle filtering with N particles and particle G
 each search voted by its weighted vote over its finished samples' step scores. Every run goes through
 `Engine.solve` (what `tts solve --strategy S` calls) and writes its results JSONL. Accuracy is reported as the mean
 over seeds with 2 standard errors, beside generated and verifier tokens per problem and their sum; the plots show
-accuracy against total tokens (generated + verifier) and against generated tokens alone.
+accuracy against total tokens (generated + verifier) and against generated tokens alone. Beside them, coverage
+(a right answer among the final samples: the most any vote over them can reach) and pass@1 (the share of final
+samples that are right: where the budget went).
 
     python scripts/bench_search.py --limit 40                     # bundled set, N = 4, 16, 64, one seed
     python scripts/bench_search.py --set bundled --set s1=runs/sets/s1.jsonl --levels 6-8 --limit 30 \\
@@ -37,7 +39,8 @@ from tts_engine.problems import Problem, load_problems
 from tts_engine.strategies.particle import ParticleConfig
 from tts_engine.strategies.search import SearchConfig
 
-RUNS = ("best-of-n", "beam", "dvts", "particle", "gibbs")
+RUNS = ("best-of-n", "beam", "beam-repeats", "dvts", "particle", "gibbs")
+"""beam-repeats: beam search keeping repeated texts among its beams (--no-filter-duplicates)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -100,9 +103,26 @@ def per_problem(records: list[dict[str, Any]], field: str) -> float:
     return sum(r["compute"][field] for r in records) / len(records)
 
 
+def coverage(records: list[dict[str, Any]]) -> dict[str, float]:
+    """coverage: share of problems with a right answer among the final samples (what any vote could reach);
+    pass@1: mean share of right final samples (how much of the budget sits on right answers)."""
+    return {
+        "coverage": round(sum(any(s["correct"] for s in r["samples"]) for r in records) / len(records), 4),
+        "pass1": round(
+            sum(sum(s["correct"] for s in r["samples"]) / max(1, len(r["samples"])) for r in records) / len(records), 4
+        ),
+    }
+
+
 def solvers(args, engine, n: int, common: dict[str, Any]) -> dict[str, Callable[[Path], list[dict[str, Any]]]]:
     """Each run's solve (its results file as argument): every one `Engine.solve`, as `tts solve` calls it."""
     search = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation, lookahead=args.lookahead)
+    repeats = SearchConfig(
+        beam_width=args.beam_width,
+        step_aggregation=args.step_aggregation,
+        lookahead=args.lookahead,
+        filter_duplicates=False,
+    )
     particle = ParticleConfig(resample_temperature=args.resample_temperature, step_aggregation=args.step_aggregation)
     gibbs = ParticleConfig(
         resample_temperature=args.resample_temperature, step_aggregation=args.step_aggregation, sweeps=args.sweeps
@@ -111,6 +131,9 @@ def solvers(args, engine, n: int, common: dict[str, Any]) -> dict[str, Callable[
         "best-of-n": lambda out: engine.solve(common["problems"], n=n, out=out, **common["sampling"]),
         "beam": lambda out: engine.solve(
             common["problems"], strategy="beam", config=search, n=n, out=out, **common["sampling"]
+        ),
+        "beam-repeats": lambda out: engine.solve(
+            common["problems"], strategy="beam", config=repeats, n=n, out=out, **common["sampling"]
         ),
         "dvts": lambda out: engine.solve(
             common["problems"], strategy="dvts", config=search, n=n, out=out, **common["sampling"]
@@ -136,6 +159,10 @@ def run_all(args, engine, sets: list[tuple[str, list[Problem]]], rows_path: Path
     kind = engine.headline_kind  # verifier_recompute for the default, process for a process verifier
     step = f"step_{args.step_aggregation}"
     done = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
+    for r in done:  # rows written before coverage was reported: read it from the run's results
+        if "coverage" not in r:
+            path = Path(args.out) / f"{r['set']}_seed{r['seed']}_{r['run']}_n{r['n']}.jsonl"
+            r.update(coverage([json.loads(line) for line in path.read_text().splitlines()]))
     have = {(r["set"], r["seed"], r["n"], r["run"]) for r in done}
     out = Path(args.out)
     rows = list(done)
@@ -162,6 +189,7 @@ def run_all(args, engine, sets: list[tuple[str, list[Problem]]], rows_path: Path
                             "accuracy": round(accuracy(records, key), 4),
                             "generated_tokens": round(per_problem(records, "generated_tokens"), 1),
                             "verifier_tokens": round(per_problem(records, "verifier_tokens"), 1),
+                            **coverage(records),
                             "wall_s": round(wall, 2),
                         }
                         for label, key in votes(name, kind, step).items()
@@ -195,6 +223,8 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "generated_tokens": round(mean("generated_tokens"), 1),
                 "verifier_tokens": round(mean("verifier_tokens"), 1),
                 "total_tokens": round(mean("generated_tokens") + mean("verifier_tokens"), 1),
+                "coverage": round(mean("coverage"), 4),
+                "pass1": round(mean("pass1"), 4),
                 "wall_s": round(mean("wall_s"), 2),
             }
         )
@@ -207,8 +237,8 @@ def table(summary: list[dict[str, Any]]) -> str:
         lines += [
             f"\n{set_name}:\n",
             "| N | strategy | accuracy (± 2 s.e.) | generated tokens / problem | verifier tokens / problem | "
-            "total | verifier tokens / best-of-N's | wall s |",
-            "|---|---|---|---|---|---|---|---|",
+            "total | verifier tokens / best-of-N's | coverage | pass@1 | wall s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         mine = [r for r in summary if r["set"] == set_name]
         for r in mine:
@@ -217,7 +247,8 @@ def table(summary: list[dict[str, Any]]) -> str:
             spread_ = "" if math.isnan(r["two_se"]) else f" ± {r['two_se']:.3f}"
             lines.append(
                 f"| {r['n']} | {r['strategy']} | {r['accuracy']:.3f}{spread_} | {r['generated_tokens']:.0f} | "
-                f"{r['verifier_tokens']:.0f} | {r['total_tokens']:.0f} | {ratio} | {r['wall_s']:.1f} |"
+                f"{r['verifier_tokens']:.0f} | {r['total_tokens']:.0f} | {ratio} | {r['coverage']:.3f} | "
+                f"{r['pass1']:.3f} | {r['wall_s']:.1f} |"
             )
     return "\n".join(lines).lstrip("\n")
 
