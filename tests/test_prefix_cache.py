@@ -77,3 +77,17 @@ def test_verifier_scores_reuse_the_cache_and_match(model_and_tokenizer):
     for (a, b), (c, d) in zip(got, want, strict=True):
         assert math.isclose(a, c, abs_tol=1e-4) and math.isclose(b, d, abs_tol=1e-4)
     assert plain.cached_prefix_tokens(queries) == [0] * len(queries)
+
+
+def test_a_full_cache_drops_its_older_half_and_keeps_the_newest_sequences():
+    cache = PrefixCache(max_tokens=100)
+
+    def kv(n):
+        return [(torch.zeros(1, n, 2), torch.zeros(1, n, 2))]
+
+    a, b, c = list(range(0, 30)), list(range(100, 130)), list(range(200, 230))
+    for ids in (a, b, c):
+        cache.put(ids, kv(len(ids)))
+        assert cache.tokens <= cache.max_tokens
+    assert cache.longest(a)[0] == 0  # the oldest half went first
+    assert cache.longest(b)[0] == 30 and cache.longest(c)[0] == 30  # the sequence just before the newest stays
