@@ -47,11 +47,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="checkpoint directory (default: the embedded model)")
     ap.add_argument(
-        "--set", action="append", dest="sets", help="NAME=PATH or PATH (repeatable; default: bundled, the bundled set)"
+        "--set",
+        "--problems",
+        action="append",
+        dest="sets",
+        help="NAME=PATH or PATH (repeatable; default: bundled, the bundled set)",
     )
     ap.add_argument("--levels", help="keep these levels of every set, e.g. 6-8 (problems with a level field)")
     ap.add_argument("--limit", type=int, default=40, help="this many problems per set, spread evenly over it")
-    ap.add_argument("--verifier", default="own", choices=["own", "process"])
+    ap.add_argument("--verifier", default="own", choices=["own", "unified", "process"], help="unified: own")
     ap.add_argument("--verifier-model", help="a separate verifier checkpoint (needed by --verifier process)")
     ap.add_argument("--ns", default="4,16,64", help="N values (multiples of --beam-width and of --sweeps)")
     ap.add_argument("--seeds", default="0", help="seeds, comma-separated (error bars need two or more)")

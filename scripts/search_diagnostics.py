@@ -13,6 +13,7 @@ the answer) or wrong, by the arithmetic task's own chain. Printed per round:
 - lost by now: problems whose every right path is gone after that round (a wrong prefix never becomes right).
 
     python scripts/search_diagnostics.py runs/bench_search/*_beam_n16.jsonl runs/bench_search/*_particle_n16.jsonl
+    python scripts/search_diagnostics.py --pool runs/bench_search/*_seed*_beam_n16.jsonl   # one table, every set
 """
 
 from __future__ import annotations
@@ -106,14 +107,18 @@ def diagnose(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+", help="results JSONL files of beam, dvts or particle runs")
+    ap.add_argument("--pool", action="store_true", help="one table over every file's problems (seeds, sets)")
     args = ap.parse_args(argv)
-    for path in args.results:
-        records = list(read_results(Path(path)))
+    groups = [(" + ".join(args.results), args.results)] if args.pool else [(path, [path]) for path in args.results]
+    for name, paths in groups:
+        records = [record for path in paths for record in read_results(Path(path))]
         rows = diagnose(records)
-        print(f"\n{path} ({len(records)} problems)")
+        print(f"\n{name} ({len(records)} problems)")
         print("| round | problems (right and wrong) | AUROC rank | AUROC step | right pruned | lost by now |")
         print("|---|---|---|---|---|---|")
         for row in rows:
+            if not row["with_right"] and not row["problems"]:
+                continue  # a late round no right path reached
             print(
                 f"| {row['round'] + 1} | {row['problems']} | {row['auroc_rank']:.3f} | {row['auroc_step']:.3f} | "
                 f"{row['right_pruned']:.3f} of {row['with_right']} | {row['lost_by_now']:.3f} |"
