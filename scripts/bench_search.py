@@ -111,9 +111,11 @@ def coverage(records: list[dict[str, Any]]) -> dict[str, float]:
     """coverage: share of problems with a right answer among the final samples (what any vote could reach);
     pass@1: mean share of right final samples (how much of the budget sits on right answers)."""
     return {
-        "coverage": round(sum(any(s["correct"] for s in r["samples"]) for r in records) / len(records), 4),
+        "coverage": round(sum(any(bool(s["correct"]) for s in r["samples"]) for r in records) / len(records), 4),
         "pass1": round(
-            sum(sum(s["correct"] for s in r["samples"]) / max(1, len(r["samples"])) for r in records) / len(records), 4
+            sum(sum(bool(s["correct"]) for s in r["samples"]) / max(1, len(r["samples"])) for r in records)
+            / len(records),
+            4,
         ),
     }
 
