@@ -324,10 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"resample T={args.resample_temperature}, lookahead {args.lookahead}, seeds {args.seeds}",
         flush=True,
     )
-    summary = summarize(run_all(args, engine, sets, rows_path))
+    rows = run_all(args, engine, sets, rows_path)
+    summary = summarize(rows)
     text = table(summary)
     print(text)
-    title = f"{args.model or 'embedded default model'}, verifier {args.verifier}, seeds {args.seeds}"
+    seeds = sorted({r["seed"] for r in rows})
+    title = f"{args.model or 'embedded default model'}, verifier {args.verifier}, seeds {seeds} (error bars: 2 s.e.)"
     plot(summary, out / "search_vs_best_of_n.png", title)
     (out / "table.md").write_text(text + "\n")
     (out / "summary.json").write_text(json.dumps({"args": vars(args), "summary": summary}, indent=1))
