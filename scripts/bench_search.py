@@ -165,10 +165,6 @@ def run_all(args, engine, sets: list[tuple[str, list[Problem]]], rows_path: Path
     kind = engine.headline_kind  # verifier_recompute for the default, process for a process verifier
     step = f"step_{args.step_aggregation}"
     done = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
-    for r in done:  # rows written before coverage was reported: read it from the run's results
-        if "coverage" not in r:
-            path = Path(args.out) / f"{r['set']}_seed{r['seed']}_{r['run']}_n{r['n']}.jsonl"
-            r.update(coverage([json.loads(line) for line in path.read_text().splitlines()]))
     have = {(r["set"], r["seed"], r["n"], r["run"]) for r in done}
     out = Path(args.out)
     rows = list(done)

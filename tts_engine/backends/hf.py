@@ -57,9 +57,8 @@ class HFBackend(TokenizerMethods):
         compile_decode: bool | None = None,
     ):
         """`max_batch_rows`: rows decoded (and prompts scored) together; 512, the samples the engine hands over
-        per call (`tts_engine.run.ROWS_PER_CHUNK`), so that a call decodes as one batch (on the 2-core CPU the
-        default `tts solve` ran 12% faster than at 256: half the decoding steps, each with its fixed cost; a
-        batch that does not fit is retried in halves). `decode_loop`: "dynamic" or "static" (default: static on
+        per call (`tts_engine.run.ROWS_PER_CHUNK`), so that a call decodes as one batch (half the decoding steps of
+        256 rows, each with its fixed cost; a batch that does not fit is retried in halves). `decode_loop`: "dynamic" or "static" (default: static on
         CUDA, dynamic elsewhere); `compile_decode`: capture the static loop's step with torch.compile (default:
         on CUDA with the static loop)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer

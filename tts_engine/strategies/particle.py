@@ -28,8 +28,9 @@ from ..params import SamplingParams
 from ..problems import Problem
 from .registry import register_strategy
 from .rounds import derive_seed
-from .search.config import SearchConfig
-from .search.runner import SCORE_KINDS, Group, Node, Search, Tree, build_records, new_trees
+from .search.config import SearchConfig, check_n_multiple
+from .search.plan import step_headline, step_kinds
+from .search.runner import Group, Node, Search, Tree, build_records, new_trees
 from .search.strategies import GroupPlan
 
 
@@ -67,17 +68,13 @@ class ParticleConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         # The step settings mean what they mean to beam search, and are checked there.
-        SearchConfig(step_aggregation=self.step_aggregation, step_delimiter=self.step_delimiter, prm_format=None)
+        SearchConfig(
+            step_aggregation=self.step_aggregation, step_delimiter=self.step_delimiter, prm_format=self.prm_format
+        )
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N particles split into `sweeps` sweeps of at least 2 (a reference and a new one)."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an integer >= 1, got {n!r}")
-        if n % self.sweeps:
-            raise ValueError(
-                f"{strategy}: n must be a multiple of sweeps, got n={n}, sweeps={self.sweeps} "
-                f"(try --n {max(self.sweeps, n - n % self.sweeps)})"
-            )
+        check_n_multiple(n, "sweeps", self.sweeps, strategy)
         if self.sweeps > 1 and n // self.sweeps < 2:
             raise ValueError(
                 f"{strategy}: sweeps={self.sweeps} leaves {n // self.sweeps} particle per sweep for n={n}; "
@@ -123,20 +120,18 @@ class ParticlePlan:
         config.check_n(params.n, self.name)
         delimiter = config.step_delimiter or engine.prompt_config.step_delimiter
         scorer = step_scorer or engine.step_scorer(delimiter, prm_format=config.prm_format)
-        aggregation = config.step_aggregation or getattr(scorer, "aggregation", "last")
+        steps = SearchConfig(
+            beam_width=1, max_steps=config.max_steps, step_aggregation=config.step_aggregation, filter_duplicates=False
+        ).for_scorer(scorer)
         self.engine, self.params, self.config = engine, params, config
         self.rows_per_problem = params.n // config.sweeps
-        self.search_config = SearchConfig(
-            beam_width=1, max_steps=config.max_steps, step_aggregation=aggregation, filter_duplicates=False
-        )
         self.searches = [  # a sweep of its own draws its own steps
-            Search(engine.backend, scorer, self.search_config, _sweep_params(params, s), delimiter)
-            for s in range(config.sweeps)
+            Search(engine.backend, scorer, steps, _sweep_params(params, s), delimiter) for s in range(config.sweeps)
         ]
         self.run_block: dict[str, Any] = {
             **engine.run_info(params),
             "verifier": getattr(scorer, "name", type(scorer).__name__),
-            "particle": {**asdict(config), "step_aggregation": aggregation, "step_delimiter": delimiter},
+            "particle": {**asdict(config), "step_aggregation": steps.step_aggregation, "step_delimiter": delimiter},
         }
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
@@ -169,8 +164,11 @@ class ParticlePlan:
         scoring = time.perf_counter()
         self.searches[0].score(children)
         verify_s = time.perf_counter() - scoring
+        grown: dict[int, list[Node]] = {}
+        for tree, node in children:
+            grown.setdefault(id(tree), []).append(node)
         for swarm in swarms:
-            self._resample(swarm, [node for tree, node in children if tree is swarm.tree])
+            self._resample(swarm, grown.get(id(swarm.tree), []))
         return verify_s
 
     def _resample(self, swarm: Swarm, children: list[Node]) -> None:
@@ -233,21 +231,12 @@ def _path(tree: Tree, leaf: Node) -> list[Node]:
     return path[::-1]
 
 
-def _step_kinds(engine, config) -> tuple[str, ...]:
-    return SCORE_KINDS
-
-
-def _step_headline(engine, config: ParticleConfig | None) -> str:
-    """The step kind the particles are weighed by (and the votes use by default)."""
-    return f"step_{(config.step_aggregation if config is not None else None) or engine.step_aggregation()}"
-
-
 @register_strategy(
     "particle",
     config_type=ParticleConfig,
     help="Particle filtering (particle Gibbs with --sweeps > 1): particles resampled by their step scores.",
-    verifier_kinds=_step_kinds,
-    headline=_step_headline,
+    verifier_kinds=step_kinds,
+    headline=step_headline,
 )
 def particle_plan(engine, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
     return ParticlePlan(engine, params, config, **extra)

@@ -10,6 +10,17 @@ from ...verifiers.process import aggregate_steps
 STEP_AGGREGATIONS = ("last", "min", "prod", "mean")
 
 
+def check_n_multiple(n: int, name: str, divisor: int, strategy: str) -> None:
+    """n is an integer >= 1 and a multiple of the setting `name` (= `divisor`): N split into equal groups."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if n % divisor:
+        raise ValueError(
+            f"{strategy}: n must be a multiple of {name}, got n={n}, {name}={divisor} "
+            f"(try --n {max(divisor, n - n % divisor)})"
+        )
+
+
 @dataclass
 class SearchConfig:
     """How beam search and DVTS grow, score and prune partial solutions (search-and-learn's defaults, except
@@ -60,13 +71,7 @@ class SearchConfig:
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N beams split into groups of M."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an integer >= 1, got {n!r}")
-        if n % self.beam_width:
-            raise ValueError(
-                f"{strategy}: n must be a multiple of beam_width, got n={n}, beam_width={self.beam_width} "
-                f"(try --n {max(self.beam_width, n - n % self.beam_width)})"
-            )
+        check_n_multiple(n, "beam_width", self.beam_width, strategy)
 
     def for_scorer(self, scorer) -> SearchConfig:
         """These settings with the step aggregation the scorer asks for where none was given."""

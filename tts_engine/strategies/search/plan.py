@@ -49,18 +49,18 @@ class SearchPlan:
             yield from build_records(self.engine, [tree], self.params, self.run_block)
 
 
-def _step_kinds(engine, config) -> tuple[str, ...]:
+def step_kinds(engine, config) -> tuple[str, ...]:
     """A search's records carry the beams' own step scores, not the engine verifier's."""
     return SCORE_KINDS
 
 
-def _step_headline(engine, config: SearchConfig | None) -> str:
+def step_headline(engine, config) -> str:
     """The step kind a search's votes use by default: the one it ranks by (its --step-aggregation, else the step
     scorer's own)."""
     return f"step_{(config.step_aggregation if config is not None else None) or engine.step_aggregation()}"
 
 
-SEARCH_ENTRY = {"config_type": SearchConfig, "verifier_kinds": _step_kinds, "headline": _step_headline}
+SEARCH_ENTRY = {"config_type": SearchConfig, "verifier_kinds": step_kinds, "headline": step_headline}
 
 
 @register_strategy("beam", help="Step-level beam search scored by a step scorer.", **SEARCH_ENTRY)
