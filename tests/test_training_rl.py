@@ -13,6 +13,9 @@ from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.rl import (
     advantages,
     policy_loss,
+    sequence_advantages,
+    token_chunks,
+    token_policy_loss_chunks,
     verification_examples,
     verification_loss,
 )
@@ -111,3 +114,49 @@ def test_balanced_accuracy_of_tensors_is_that_of_arrays():
             scores[::3] = 0.5
         plain = balanced_accuracy(scores.detach().numpy().tolist(), (labels.numpy() == 1).tolist())
         assert balanced_accuracy(scores, labels) == plain
+
+
+def test_token_chunks_keep_order_and_the_padded_budget():
+    lengths = [3, 5, 2, 9, 4, 4, 1]
+    chunks = token_chunks(lengths, 10)
+    assert [i for c in chunks for i in c] == list(range(len(lengths)))
+    for c in chunks:
+        assert len(c) == 1 or len(c) * max(lengths[i] for i in c) <= 10
+    assert [3] in chunks  # longer than the budget only with itself: a chunk of its own
+    assert token_chunks(lengths, 10**6) == [list(range(len(lengths)))]
+    assert token_chunks([], 10) == []
+
+
+def test_chunked_policy_loss_has_the_batch_loss_and_gradient():
+    torch.manual_seed(0)
+    model, tok = ckpt.new_model(MICRO)
+    prompts = [build_prompt(ckpt.task_prompt_config(), f"Compute left to right: {a}+{a}.") for a in (1, 22, 333)]
+    samples = HFBackend(model, tok, device="cpu").generate(prompts, SamplingParams(n=3, max_new_tokens=12, seed=2))
+    model.train()
+    with torch.no_grad():  # move off the sampling policy, so the clipped ratio is not 1 everywhere
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    flat = [(i, s) for i, row in enumerate(samples) for s in row]
+    prompt_ids = [tok.encode(prompts[i], add_special_tokens=False) for i, _ in flat]
+    completions = [s.token_ids for _, s in flat]
+    olds = [s.logprobs for _, s in flat]
+    adv = torch.linspace(-1.5, 1.5, len(flat))
+
+    def gradient(parts):
+        model.zero_grad()
+        total = 0.0
+        for part in parts:
+            part.backward()
+            total += part.item()
+        return total, [p.grad.clone() for p in model.parameters()]
+
+    whole, whole_grad = gradient([policy_loss(model, prompt_ids, completions, olds, adv, 0.2, tok.pad_token_id)])
+    budget = max(len(p) + len(c) for p, c in zip(prompt_ids, completions)) * 2  # about two sequences a chunk
+    token_adv = sequence_advantages(adv, completions)
+    assert len(token_chunks([len(p) + len(c) for p, c in zip(prompt_ids, completions)], budget)) >= 4
+    parts = token_policy_loss_chunks(model, prompt_ids, completions, olds, token_adv, 0.2, tok.pad_token_id, budget)
+    chunked, chunked_grad = gradient(parts)
+    assert abs(whole) > 1e-3
+    assert chunked == pytest.approx(whole, abs=1e-6)
+    for g, h in zip(whole_grad, chunked_grad):
+        assert torch.allclose(g, h, atol=1e-6, rtol=1e-4)

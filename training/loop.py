@@ -12,7 +12,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -65,13 +65,19 @@ def start_run(config: LoopConfig, fresh: Callable[[], tuple]) -> Run:
     return Run(config, model, tokenizer, prompt_config, optimizer, scheduler, step, extra, placement)
 
 
-def optimizer_step(model, optimizer, scheduler, loss: torch.Tensor, grad_clip: float) -> None:
-    """Backward, clip the gradient norm, step the optimizer and the schedule: every trainer's update."""
+def optimizer_step(model, optimizer, scheduler, loss: torch.Tensor | Iterable[torch.Tensor], grad_clip: float) -> float:
+    """Backward, clip the gradient norm, step the optimizer and the schedule: every trainer's update. `loss` is one
+    tensor, or parts that sum to it (each backpropagated before the next is taken, the gradients accumulating).
+    Returns the loss's value."""
     optimizer.zero_grad()
-    loss.backward()
+    total = 0.0
+    for part in [loss] if isinstance(loss, torch.Tensor) else loss:
+        part.backward()
+        total += part.item()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     scheduler.step()
+    return total
 
 
 def train_step(run: Run, step: StepFn) -> tuple[dict, dict]:

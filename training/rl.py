@@ -7,6 +7,7 @@ Kept in one module so that Tango, its recompute form and the TRL trainer compute
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
@@ -66,6 +67,11 @@ def token_policy_loss(
     return clipped_pg_loss(new, old, adv, comp, clip_eps).mean()
 
 
+def sequence_advantages(adv: torch.Tensor, completion_ids: list[list[int]]) -> list[torch.Tensor]:
+    """One advantage per sequence `# (B,)` spread over each sequence's tokens (token_policy_loss's form)."""
+    return [adv[b].expand(len(c)) for b, c in enumerate(completion_ids)]
+
+
 def policy_loss(
     model,
     prompt_ids: list[list[int]],
@@ -76,8 +82,43 @@ def policy_loss(
     pad_id: int,
 ) -> torch.Tensor:
     """token_policy_loss with one advantage `# (B,)` per sequence."""
-    token_adv = [adv[b].expand(len(c)) for b, c in enumerate(completion_ids)]
+    token_adv = sequence_advantages(adv, completion_ids)
     return token_policy_loss(model, prompt_ids, completion_ids, old_logprobs, token_adv, clip_eps, pad_id)
+
+
+def token_chunks(lengths: list[int], max_tokens: int) -> list[list[int]]:
+    """Consecutive indices of sequences grouped so that each group padded (its size x its longest) holds at most
+    `max_tokens` tokens; a sequence longer than that is a group of its own."""
+    chunks: list[list[int]] = []
+    chunk: list[int] = []
+    longest = 0
+    for i, n in enumerate(lengths):
+        if chunk and (len(chunk) + 1) * max(longest, n) > max_tokens:
+            chunks.append(chunk)
+            chunk, longest = [], 0
+        chunk.append(i)
+        longest = max(longest, n)
+    return chunks + [chunk] if chunk else chunks
+
+
+def token_policy_loss_chunks(
+    model,
+    prompt_ids: list[list[int]],
+    completion_ids: list[list[int]],
+    old_logprobs: list[list[float]],
+    token_adv: list[torch.Tensor],
+    clip_eps: float,
+    pad_id: int,
+    max_tokens: int,
+) -> Iterator[torch.Tensor]:
+    """token_policy_loss over chunks of at most `max_tokens` padded tokens (token_chunks), each weighted by its share
+    of the sequences, so that the chunks sum to the batch's loss. Each chunk's graph is made only when the next one is
+    asked for: a caller that backpropagates each before taking the next (`loop.optimizer_step` does) holds one chunk's
+    activations at a time, whatever the batch's size."""
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)]
+    for chunk in token_chunks(lengths, max_tokens):
+        picked = [[seqs[i] for i in chunk] for seqs in (prompt_ids, completion_ids, old_logprobs, token_adv)]
+        yield token_policy_loss(model, *picked, clip_eps, pad_id) * (len(chunk) / len(prompt_ids))
 
 
 @dataclass

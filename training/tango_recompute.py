@@ -29,7 +29,7 @@ from tts_engine.verifiers.process import ParsedVerification
 
 from . import tango_rewards as tr
 from .batching import completion_logprobs, pad_pairs
-from .rl import advantages, policy_loss
+from .rl import advantages, sequence_advantages, token_policy_loss_chunks
 from .tango_trainer import TangoTrainer, VerifierBatch
 
 STEP_ACCEPTED = 0.5
@@ -174,15 +174,16 @@ class RecomputeTangoTrainer(TangoTrainer):
         ]
         stats = {"verifier_reward": round(rewards.mean().item(), 4), "verifier_batch_correct": sum(truth)}
         if seqs:
-            loss = policy_loss(
+            completions = [s.token_ids for _, s, _ in seqs]
+            parts = token_policy_loss_chunks(
                 self.ver.model,
                 [self.ver.encode(q) for q, _, _ in seqs],
-                [s.token_ids for _, s, _ in seqs],
+                completions,
                 [s.logprobs for _, s, _ in seqs],
-                torch.stack([a for _, _, a in seqs]),
+                sequence_advantages(torch.stack([a for _, _, a in seqs]), completions),
                 c.clip_eps,
                 self.ver.pad_id,
+                c.loss_chunk_tokens,
             )
-            self.ver.update(loss, c.verifier_lr)
-            stats["verifier_pg_loss"] = round(loss.item(), 4)
+            stats["verifier_pg_loss"] = round(self.ver.update(parts, c.verifier_lr), 4)
         return stats

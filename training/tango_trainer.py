@@ -27,6 +27,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import torch
 
@@ -46,7 +47,7 @@ from .batching import completion_logprobs, pad_pairs
 from .config import SampleConfig
 from .device import CPU, Placement
 from .loop import optimizer_step
-from .rl import ALGORITHMS, advantages, policy_loss, token_policy_loss
+from .rl import ALGORITHMS, advantages, sequence_advantages, token_policy_loss_chunks
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
 VERIFIER_FORMS = ("marks", "recompute")
@@ -109,6 +110,10 @@ class TangoConfig(SampleConfig):
     """Longest verification in tokens."""
     save_every: int = 10
     """Steps between checkpoints (and at the end)."""
+    loss_chunk_tokens: int = 16_384
+    """Padded tokens per forward and backward pass of a policy-gradient loss: a larger batch is split and its
+    gradients accumulated, so memory does not grow with the batch (the recompute form's verifier step samples
+    thousands of lines)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,6 +123,8 @@ class TangoConfig(SampleConfig):
             raise ValueError(f"verifier_form must be one of {VERIFIER_FORMS}, got {self.verifier_form!r}")
         if self.verifier_mode not in VERIFIER_MODES:
             raise ValueError(f"verifier_mode must be one of {VERIFIER_MODES}, got {self.verifier_mode!r}")
+        if self.loss_chunk_tokens < 1:
+            raise ValueError(f"loss_chunk_tokens must be >= 1, got {self.loss_chunk_tokens}")
         if self.ratio < 1:
             raise ValueError(f"ratio must be >= 1, got {self.ratio}")
         if self.verifier_pool < 1:
@@ -177,16 +184,18 @@ class Role:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def update(self, loss: torch.Tensor, lr: float | None = None, clip: float = 1.0) -> None:
+    def update(self, loss: torch.Tensor | Iterable[torch.Tensor], lr: float | None = None, clip: float = 1.0) -> float:
+        """One optimizer step on `loss` (a tensor, or parts that sum to it: `loop.optimizer_step`); returns its value."""
         if lr is not None:  # the schedule's base rate (its factor still applies)
             self.scheduler.base_lrs = [lr] * len(self.optimizer.param_groups)
             factor = self.scheduler.lr_lambdas[0](self.scheduler.last_epoch)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr * factor
         self.model.train()
-        optimizer_step(self.model, self.optimizer, self.scheduler, loss, clip)
+        value = optimizer_step(self.model, self.optimizer, self.scheduler, loss, clip)
         if self.backend.prefix_cache is not None:  # keys and values computed with the old weights
             self.backend.prefix_cache.clear()
+        return value
 
     def save(self, step: int, config) -> None:
         ckpt.save_model(self.out, self.model, self.tokenizer, self.prompt_config, config)
@@ -333,21 +342,18 @@ class TangoTrainer:
         if keep:
             prompt_ids = [self.gen.encode(prompts[rows[k][0]]) for k in keep]
             picked = [samples[rows[k][0]][rows[k][1]] for k in keep]
-            loss = (
-                token_policy_loss(
-                    self.gen.model,
-                    prompt_ids,
-                    [s.token_ids for s in picked],
-                    [s.logprobs for s in picked],
-                    [token_adv[k] for k in keep],
-                    c.clip_eps,
-                    self.gen.pad_id,
-                )
-                * len(keep)
-                / len(rows)
+            parts = token_policy_loss_chunks(
+                self.gen.model,
+                prompt_ids,
+                [s.token_ids for s in picked],
+                [s.logprobs for s in picked],
+                [token_adv[k] for k in keep],
+                c.clip_eps,
+                self.gen.pad_id,
+                c.loss_chunk_tokens,
             )
-            self.gen.update(loss)
-            stats["pg_loss"] = round(loss.item(), 4)
+            loss = self.gen.update(part * len(keep) / len(rows) for part in parts)
+            stats["pg_loss"] = round(loss, 4)
         self.generator_done += 1
         lengths = [s.num_tokens for row in samples for s in row]
         return {"reward": round(outcomes.mean().item(), 4), "mean_len": round(sum(lengths) / len(lengths), 1), **stats}
@@ -418,21 +424,19 @@ class TangoTrainer:
             ),
         }
         if keep:
-            loss = (
-                policy_loss(
-                    self.ver.model,
-                    [self.ver.encode(vprompts[flat[k][0]]) for k in keep],
-                    [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep],
-                    [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
-                    adv[keep],
-                    c.clip_eps,
-                    self.ver.pad_id,
-                )
-                * len(keep)
-                / len(flat)
+            completions = [vsamples[flat[k][0]][flat[k][1]].token_ids for k in keep]
+            parts = token_policy_loss_chunks(
+                self.ver.model,
+                [self.ver.encode(vprompts[flat[k][0]]) for k in keep],
+                completions,
+                [vsamples[flat[k][0]][flat[k][1]].logprobs for k in keep],
+                sequence_advantages(adv[keep], completions),
+                c.clip_eps,
+                self.ver.pad_id,
+                c.loss_chunk_tokens,
             )
-            self.ver.update(loss, c.verifier_lr)
-            stats["verifier_pg_loss"] = round(loss.item(), 4)
+            loss = self.ver.update((part * len(keep) / len(flat) for part in parts), c.verifier_lr)
+            stats["verifier_pg_loss"] = round(loss, 4)
         return stats
 
     def step(self) -> dict:
