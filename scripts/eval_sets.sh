@@ -35,8 +35,8 @@ for set in "${sets[@]}"; do
     > "$out/solve_${name}_${set}_n$n.txt"
   file="docs/runs/eval_${name}_${set}_n$n.txt"
   shown="${problems[*]:+$set.jsonl }"
-  echo "# ${make}tts solve ${shown}${MODEL:+--model $MODEL }--n $n ${SOLVE_ARGS:-}--out r.jsonl; tts curve r.jsonl --out curves" > "$file"
-  "$tts" curve "$results" --out "$out/${name}_${set}_curves" --label "$set" >> "$file"
+  echo "# ${make}tts solve ${shown}${MODEL:+--model $MODEL }--n $n ${SOLVE_ARGS:-}--out r.jsonl; tts curve r.jsonl --out-dir curves" > "$file"
+  "$tts" curve "$results" --out-dir "$out/${name}_${set}_curves" --label "$set" >> "$file"
   grep "generated tokens / problem" "$out/solve_${name}_${set}_n$n.txt" | tail -1 >> "$file"
   echo "$file"
 done
