@@ -17,7 +17,7 @@ classes apply unchanged.
 
 Bundled evaluation set (the engine's default problem set), reproduced by
     python -P -m tts_engine.tasks.arith.generator --out tts_engine/assets/problems/arith.jsonl
-and the levels 1-5 set it replaced (what the Tango pair was trained for) by
+and the levels 1-5 set it replaced (what the earlier defaults and Tango pair were trained for) by
     python -P -m tts_engine.tasks.arith.generator --levels 1-5 --per-level 40 --out tts_engine/assets/problems/arith_levels1-5.jsonl
 """
 
