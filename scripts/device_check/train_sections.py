@@ -17,13 +17,12 @@ from .recorder import Recorder
 REPO = Path(__file__).resolve().parents[2]
 
 CPU_BASELINE = {
-    "sft": {"steps_per_s": 0.3114, "tokens_per_s": 845.2},
-    "recompute": {"steps_per_s": 0.0314, "tokens_per_s": 704.1},
-    "tango": {"steps_per_s": 0.0240, "tokens_per_s": 42.6},
+    "sft": {"steps_per_s": 3.4736, "tokens_per_s": 9427.6},
+    "recompute": {"steps_per_s": 0.2826, "tokens_per_s": 6339.7},
+    "tango": {"steps_per_s": 0.6395, "tokens_per_s": 1003.5},
 }
-"""`python -P scripts/bench_train.py --device cpu --threads 2` on the 2-core CPU machine, the faster of two runs per
-recipe; the machine was shared with other jobs (load average 3.6-6.3), so an idle machine is faster
-(docs/training.md, "Steps/s: 2 CPU cores and the GPU"). The baseline of each recipe's GPU figures."""
+"""`python -P scripts/bench_train.py --device cpu --threads 2` on the idle 2-core CPU machine, the faster of two
+runs per recipe (docs/training.md, "Steps/s: 2 CPU cores and the GPU"). The baseline of each recipe's GPU figures."""
 DRY_ARGS = ("--tiny", "--steps", "1", "--warmup", "0")
 """The dry run: one step of each recipe at small batches (a smoke run of the path, not a measurement)."""
 
