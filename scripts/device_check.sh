@@ -46,22 +46,8 @@ prepare() {
     echo "carry [\"$WHEELS\"] with the device tool (at most 64 MiB travel with the working tree)"
 }
 
-install_offline() {
-    if ! ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-        echo "WARNING: no wheels in $WHEELS/ (run 'bash scripts/device_check.sh --prepare' where there is network" \
-             "and carry $WHEELS): the sections that need math-verify or orjson will fail" >&2
-    else
-        "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-            "$WHEELS"/*.whl
-        export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-    fi
-    # The repository's folders map into tts_engine.* only when installed (package-dir in pyproject.toml).
-    if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('tts_engine.kernels') is None)" \
-            2>/dev/null; then
-        "$PYTHON" -m pip install -q --no-index --find-links "$WHEELS/build" --no-deps -e . ||
-            "$PYTHON" -m pip install -q --no-index --no-deps --no-build-isolation -e .
-    fi
-}
+# shellcheck source=scripts/device_install.sh
+source scripts/device_install.sh
 
 case "${1:-}" in
     --prepare)

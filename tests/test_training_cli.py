@@ -46,6 +46,22 @@ def test_sft_writes_a_checkpoint_with_its_settings(sft_run):
     assert saved["lr"] == 0.01 and saved["steps"] == 2 and saved["model"]["hidden_size"] == 32
 
 
+def test_stop_after_s_stops_with_a_checkpoint_and_a_rerun_finishes(tmp_path):
+    config = tmp_path / "sft.yaml"
+    config.write_text(
+        f"steps: 3\nbatch_size: 2\neval_every: 3\ndev_per_level: 1\nthreads: 1\nmodel: {json.dumps(MICRO_MODEL)}\n"
+    )
+    out = tmp_path / "sft"
+    args = ("train", "sft", "--config", config, "--out", out, "--quiet")
+    printed = tts(*args, "--stop-after-s", 1e-9)  # out of time after the first step
+    assert "stopped at step 1 of 3" in printed
+    steps = lambda: [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]  # noqa: E731
+    assert steps() == [1] and (out / "model.safetensors").is_file()  # checkpointed, though eval_every is 3
+    assert torch.load(out / "training_state.pt", weights_only=False)["step"] == 1
+    tts(*args)  # resumes at step 1, no limit
+    assert steps() == [1, 2, 3]
+
+
 def test_tango_one_warm_up_and_one_rl_step(sft_run, tmp_path):
     micro = [
         "--init-dir",

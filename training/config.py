@@ -37,12 +37,17 @@ class TrainConfig:
     """Levels of the task the problem stream and the dev checks draw from, e.g. "1-8"."""
     level_weights: list[float] = field(default_factory=list)
     """Sampling weight of each of `levels`, in order (empty: all alike)."""
+    stop_after_s: float = 0.0
+    """Stop, with a checkpoint, after the first step that ends this many seconds after the start (0: no limit);
+    rerun the same command to go on (how a run fits calls of bounded length on a lent GPU machine)."""
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if self.stop_after_s < 0:
+            raise ValueError(f"stop_after_s must be >= 0 (0: no limit), got {self.stop_after_s}")
         check_device(self.device)
         count = len(self.level_tuple)
         if self.level_weights and len(self.level_weights) != count:

@@ -104,26 +104,38 @@ def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, 
         ckpt.save_model(run.out, run.model, run.tokenizer, run.prompt_config, c)
         ckpt.save_state(run.out, run.optimizer, run.scheduler, run.step, {"elapsed_s": record["elapsed_s"]})
 
-    return run_steps(run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log)
+    return run_steps(
+        run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log, c.stop_after_s
+    )
 
 
-def run_steps(out: Path, total: int, done: int, one_step, checkpoint, every: int, desc: str, progress: bool, log):
+def run_steps(
+    out: Path, total: int, done: int, one_step, checkpoint, every: int, desc: str, progress: bool, log, stop_after_s=0.0
+):
     """The outer loop of every trainer (Tango's two-model schedule too): `one_step()` -> (log record, progress bar
     postfix) until `total` steps; at every `every`-th step and the last, `checkpoint(record)` then echo the record;
-    every record is appended to out/log.jsonl. Returns out."""
+    every record is appended to out/log.jsonl. With `stop_after_s` > 0, the first step that ends that many seconds
+    after the start is checkpointed and the loop stops there (rerunning resumes). Returns out."""
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     bar = tqdm(total=total, initial=done, disable=not progress, desc=desc, dynamic_ncols=True)
     while done < total:
         record, postfix = one_step()
         done += 1
         bar.update(1)
         bar.set_postfix(postfix)
-        if done % every == 0 or done == total:
+        out_of_time = stop_after_s > 0 and time.monotonic() - started >= stop_after_s
+        if done % every == 0 or done == total or out_of_time:
             checkpoint(record)
             log(json.dumps(record))
         with (out / "log.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")
+        if out_of_time and done < total:
+            log(
+                f"stopped at step {done} of {total} after {time.monotonic() - started:.0f} s (stop_after_s); rerun to resume"
+            )
+            break
     bar.close()
     return out

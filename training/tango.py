@@ -44,4 +44,5 @@ def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_c
         "tango",
         progress,
         log,
+        config.stop_after_s,
     )
