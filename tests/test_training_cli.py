@@ -178,3 +178,18 @@ def test_a_separate_checker_checks_a_frozen_generators_samples(sft_run, tmp_path
 def test_retired_subcommands_are_gone(retired):
     result = CliRunner().invoke(main, ["train", retired, "--help"])
     assert result.exit_code != 0 and "No such command" in result.output
+
+
+def test_a_run_killed_between_checkpoints_logs_each_step_once_after_resuming(tmp_path):
+    config = tmp_path / "sft.yaml"
+    config.write_text(
+        f"steps: 3\nbatch_size: 2\neval_every: 2\ndev_per_level: 1\nthreads: 1\nmodel: {json.dumps(MICRO_MODEL)}\n"
+    )
+    out = tmp_path / "sft"
+    args = ("train", "sft", "--config", config, "--out", out, "--quiet")
+    tts(*args, "--steps", 2)  # checkpoint at step 2
+    with (out / "log.jsonl").open("a") as log:  # step 3 logged, then killed before its checkpoint
+        log.write(json.dumps({"step": 3, "loss": 9.9}) + "\n" + '{"step": 4, "lo')  # and a line cut short
+    tts(*args)  # resumes at step 2 and does step 3 again
+    logged = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged] == [1, 2, 3] and logged[-1]["loss"] != 9.9

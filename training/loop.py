@@ -109,6 +109,24 @@ def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, 
     )
 
 
+def drop_records_after(log_path: Path, step: int) -> None:
+    """Drop the log records of steps after `step`, the resumed checkpoint's: a run killed between checkpoints
+    logged steps that resuming does again, and each step is logged once (a line cut short by the kill goes too)."""
+    if not log_path.is_file():
+        return
+
+    def keep(line: str) -> bool:
+        try:
+            return json.loads(line).get("step", 0) <= step
+        except json.JSONDecodeError:
+            return False
+
+    lines = log_path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if keep(line)]
+    if len(kept) < len(lines):
+        log_path.write_text("".join(kept))
+
+
 def run_steps(
     out: Path, total: int, done: int, one_step, checkpoint, every: int, desc: str, progress: bool, log, stop_after_s=0.0
 ):
@@ -119,6 +137,7 @@ def run_steps(
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
+    drop_records_after(out / "log.jsonl", done)
     started = time.monotonic()
     bar = tqdm(total=total, initial=done, disable=not progress, desc=desc, dynamic_ncols=True)
     while done < total:
