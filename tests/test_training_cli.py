@@ -46,13 +46,19 @@ def test_sft_writes_a_checkpoint_with_its_settings(sft_run):
     assert saved["lr"] == 0.01 and saved["steps"] == 2 and saved["model"]["hidden_size"] == 32
 
 
-def test_stop_after_s_stops_with_a_checkpoint_and_a_rerun_finishes(tmp_path):
+def micro_sft(tmp_path, eval_every: int):
+    """(the `tts train sft` arguments of a 3-step micro run in tmp_path, its out dir)."""
     config = tmp_path / "sft.yaml"
     config.write_text(
-        f"steps: 3\nbatch_size: 2\neval_every: 3\ndev_per_level: 1\nthreads: 1\nmodel: {json.dumps(MICRO_MODEL)}\n"
+        f"steps: 3\nbatch_size: 2\neval_every: {eval_every}\ndev_per_level: 1\nthreads: 1\n"
+        f"model: {json.dumps(MICRO_MODEL)}\n"
     )
     out = tmp_path / "sft"
-    args = ("train", "sft", "--config", config, "--out", out, "--quiet")
+    return ("train", "sft", "--config", config, "--out", out, "--quiet"), out
+
+
+def test_stop_after_s_stops_with_a_checkpoint_and_a_rerun_finishes(tmp_path):
+    args, out = micro_sft(tmp_path, eval_every=3)
     printed = tts(*args, "--stop-after-s", 1e-9)  # out of time after the first step
     assert "stopped at step 1 of 3" in printed
     steps = lambda: [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]  # noqa: E731
@@ -181,12 +187,7 @@ def test_retired_subcommands_are_gone(retired):
 
 
 def test_a_run_killed_between_checkpoints_logs_each_step_once_after_resuming(tmp_path):
-    config = tmp_path / "sft.yaml"
-    config.write_text(
-        f"steps: 3\nbatch_size: 2\neval_every: 2\ndev_per_level: 1\nthreads: 1\nmodel: {json.dumps(MICRO_MODEL)}\n"
-    )
-    out = tmp_path / "sft"
-    args = ("train", "sft", "--config", config, "--out", out, "--quiet")
+    args, out = micro_sft(tmp_path, eval_every=2)
     tts(*args, "--steps", 2)  # checkpoint at step 2
     with (out / "log.jsonl").open("a") as log:  # step 3 logged, then killed before its checkpoint
         log.write(json.dumps({"step": 3, "loss": 9.9}) + "\n" + '{"step": 4, "lo')  # and a line cut short
