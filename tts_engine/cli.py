@@ -19,6 +19,7 @@ LAZY_COMMANDS = {
     "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),
     "launch": ("tts_engine.cli_parallel", "launch", "Run one problem set over several GPUs or local workers."),
     "serve": ("tts_engine.serve.cli", "serve", "Serve test-time scaling behind an OpenAI-compatible API."),
+    "view": ("tts_engine.eval.view", "view", "One page to browse runs: summary, curves, problems, samples, trees."),
 }
 
 
