@@ -1,0 +1,298 @@
+"""`tts view`: the page's data, its file and server, and the page itself in headless chromium.
+
+The browser tests open pages written from real runs of the embedded default (fixed, beam search, adaptive N on
+bundled problems), click into problems and check what they show; any console error fails them. They need Debian's
+chromium and chromium-driver (`bash scripts/install.sh test` installs both) and selenium (the `test` extra), and
+skip, saying which is missing, only when one is absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from tts_engine.eval.synthetic import synthetic_records
+from tts_engine.eval.view import build_payload, data_json, load_run, make_server, page_html, view
+
+
+def write_jsonl(path: Path, records) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+# --- without a browser -----------------------------------------------------------------------------------------
+def test_a_malformed_results_file_names_the_file_and_line(tmp_path):
+    good = orjson.dumps(synthetic_records(1, 2)[0]).decode()
+    bad = write_jsonl(tmp_path / "bad.jsonl", [])
+    bad.write_text(good + "\n{not json\n" + good + "\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: not JSON"):
+        load_run(bad)
+    listed = tmp_path / "list.jsonl"
+    listed.write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match=r"list\.jsonl:1: not a results record"):
+        load_run(listed)
+    lacking = write_jsonl(tmp_path / "lacking.jsonl", [{"id": "a", "samples": []}])
+    with pytest.raises(ValueError, match=r"lacking\.jsonl:1: results record lacks aggregations"):
+        load_run(lacking)
+    result = CliRunner().invoke(view, [str(bad), "--out", str(tmp_path / "x.html")])
+    assert result.exit_code != 0 and "bad.jsonl:2" in result.output
+
+
+def test_a_torn_last_line_is_skipped_like_a_resumed_run_does(tmp_path):
+    records = synthetic_records(3, 4)
+    path = write_jsonl(tmp_path / "torn.jsonl", records)
+    path.write_bytes(path.read_bytes() + b'{"id": "synthetic/3", "sampl')
+    assert [r["id"] for r in load_run(path)] == [r["id"] for r in records]
+
+
+def test_the_payload_reuses_the_curves_summary_and_reliability(tmp_path):
+    path = write_jsonl(tmp_path / "run.jsonl", _voted(synthetic_records(12, 8, seed=3)))
+    run = build_payload([path], num_subsets=50)["runs"][0]
+    assert run["label"] == "run" and len(run["problems"]) == 12
+    assert run["curves"]["k"] == [1, 2, 4, 8]
+    majority = run["curves"]["strategies"]["majority"]
+    assert len(majority["accuracy"]) == len(majority["se"]) == 4
+    assert run["summary"]["accuracy"]["majority"] == pytest.approx(majority["accuracy"][-1], abs=1e-3)
+    kinds = {line["name"] for line in run["reliability"]}
+    assert {"likelihood", "verifier_yes_no"} <= kinds
+    assert all(len(line["bins"]) == 10 for line in run["reliability"])
+    assert "prompt" not in run["problems"][0] and "run" not in run["problems"][0]
+
+
+def test_a_run_without_references_has_no_curves_but_a_page(tmp_path):
+    records = _voted(synthetic_records(3, 4))
+    for r in records:
+        r["reference"] = None
+    run = build_payload([write_jsonl(tmp_path / "free.jsonl", records)], num_subsets=10)["runs"][0]
+    assert "no problem has a reference" in run["curves"]["error"]
+    assert "<svg" not in page_html({"runs": [run]})  # drawn by the script, not written by Python
+
+
+def test_the_page_is_self_contained_and_no_text_closes_its_script(tmp_path):
+    records = _voted(synthetic_records(2, 2))
+    records[0]["samples"][0]["text"] = "</script><script>alert(1)</script>"
+    payload = build_payload([write_jsonl(tmp_path / "r.jsonl", records)], num_subsets=10)
+    assert "</script>" not in data_json(payload)
+    html = page_html(payload)
+    assert html.count("</script>") == 2  # the data element's and the script's own
+    for reference in ("<script src", "<link", 'src="http', "url(http", "@import", "fetch("):
+        assert reference not in html
+
+
+def test_the_command_writes_the_page_and_the_server_serves_it(tmp_path):
+    path = write_jsonl(tmp_path / "r.jsonl", _voted(synthetic_records(4, 4)))
+    out = tmp_path / "page" / "report.html"
+    result = CliRunner().invoke(view, [str(path), "--out", str(out), "--subsets", "20"])
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and f"wrote {out}" in result.output
+    html = out.read_text()
+    server = make_server(html, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/", timeout=10) as response:
+            assert response.read().decode() == html
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _voted(records):
+    """Synthetic records with the votes the engine writes (synthetic_records leaves them empty)."""
+    from tts_engine.aggregate import vote_predictions
+
+    for r in records:
+        grades = [c["correct"] for c in r["classes"]]
+        r["aggregations"] = vote_predictions(r["samples"], grades, r["reference"] is not None)
+        r["run"] = {**r["run"], "headline_kind": "verifier_yes_no"}
+    return records
+
+
+# --- in headless chromium ----------------------------------------------------------------------------------------
+def _browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        return "chromium is not installed (`bash scripts/install.sh test` installs Debian's chromium)"
+    if not shutil.which("chromedriver"):
+        return "chromedriver is not installed (`bash scripts/install.sh test` installs Debian's chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    return None
+
+
+needs_browser = pytest.mark.skipif(_browser_missing() is not None, reason=str(_browser_missing()))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Real results files of the embedded default on bundled problems: fixed, beam search and adaptive N."""
+    from tts_engine import Engine
+    from tts_engine.models import default_problems_path
+    from tts_engine.problems import load_problems
+    from tts_engine.strategies.adaptive import AdaptiveConfig
+
+    items = load_problems(default_problems_path())
+    picked = [p for p in items if p.fields.get("level") == 1][:2] + [p for p in items if p.fields.get("level") == 4][:2]
+    folder = tmp_path_factory.mktemp("view_runs")
+    engine = Engine()
+    plans = {
+        "fixed": {"n": 4},
+        "beam": {"n": 4},
+        "adaptive": {"strategy": "adaptive-n", "config": AdaptiveConfig(wave=2, min_n=2, max_n=6, tau=0.999)},
+    }
+    paths = {}
+    for name, plan in plans.items():
+        paths[name] = folder / f"{name}.jsonl"
+        engine.solve(picked, strategy=plan.pop("strategy", name), out=paths[name], progress=False, **plan)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def page(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("view_page") / "view.html"
+    result = CliRunner().invoke(view, [str(runs[k]) for k in ("fixed", "beam", "adaptive")] + ["--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    yield driver
+    driver.quit()
+
+
+def console_errors(driver) -> list[str]:
+    """Console messages at error level since the last call (the log is read once), and a page error banner."""
+    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    banner = driver.find_elements("id", "error-banner")
+    if banner and banner[0].is_displayed():
+        errors.append(banner[0].text)
+    return errors
+
+
+def open_page(driver, path: Path, hash_: str = "overview") -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get("about:blank")  # a fresh document: the same file with another #hash would keep the page's state
+    driver.get(f"{path.as_uri()}#{hash_}")
+    WebDriverWait(driver, 20).until(lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "1")
+
+
+def wait_for(driver, css: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, 10).until(lambda d: d.find_elements("css selector", css))
+
+
+@needs_browser
+def test_the_overview_shows_summary_compute_curves_and_reliability(browser, page):
+    open_page(browser, page)
+    summary = browser.find_element("id", "summary-table").text
+    assert "fixed" in summary and "beam" in summary and "adaptive" in summary and "majority" in summary
+    assert "FLOPs" in browser.find_element("id", "compute-table").text
+    assert len(browser.find_elements("css selector", "#curves svg.line-plot")) == 2
+    assert len(browser.find_elements("css selector", "#curves svg path")) >= 3
+    assert "verifier_recompute" in browser.find_element("id", "reliability-table").text
+    assert console_errors(browser) == []
+
+
+@needs_browser
+def test_clicking_into_a_fixed_run_problem_shows_its_samples(browser, page, runs):
+    records = load_run(runs["fixed"])
+    open_page(browser, page, "list")
+    rows = wait_for(browser, "tr.problem-row")
+    assert len(rows) == len(records)
+    rows[2].click()
+    cards = wait_for(browser, "#samples .sample")
+    assert len(cards) == len(records[2]["samples"])
+    first = records[2]["samples"][0]
+    assert first["text"].splitlines()[0] in cards[0].text
+    assert cards[0].find_elements("css selector", "mark.answer")  # the answer highlighted
+    assert len(cards[0].find_elements("css selector", ".step")) == len(first["step_scores"])  # lines coloured
+    assert str(records[2]["id"]) in browser.find_element("id", "problem-title").text
+    votes = browser.find_element("id", "votes-table").text
+    assert "majority" in votes and "weighted:verifier_recompute" in votes
+    assert console_errors(browser) == []
+
+
+@needs_browser
+def test_the_list_filters_searches_and_sorts(browser, page, runs):
+    from selenium.webdriver.common.keys import Keys
+
+    records = load_run(runs["fixed"])
+    open_page(browser, page, "list")
+    level = browser.find_element("css selector", "select[data-field=level]")
+    level.find_element("css selector", "option[value='4']").click()
+    assert len(wait_for(browser, "tr.problem-row")) == sum(r["fields"]["level"] == 4 for r in records)
+    level.find_element("css selector", "option[value='']").click()
+    browser.find_element("id", "search-box").send_keys(str(records[1]["id"]))
+    rows = browser.find_elements("css selector", "tr.problem-row")
+    assert len(rows) == 1 and str(records[1]["id"]) in rows[0].text
+    browser.find_element("id", "search-box").send_keys(Keys.CONTROL, "a", Keys.DELETE)
+    assert len(browser.find_elements("css selector", "tr.problem-row")) == len(records)
+    browser.find_element("css selector", "#sort-select option[value=cost-desc]").click()
+    costs = [r["compute"]["generated_tokens"] + r["compute"]["verifier_tokens"] for r in records]
+    first = browser.find_elements("css selector", "tr.problem-row")[0]
+    assert int(first.get_attribute("data-index")) == costs.index(max(costs))
+    assert console_errors(browser) == []
+
+
+@needs_browser
+def test_a_beam_problem_shows_its_search_tree(browser, page, runs):
+    records = load_run(runs["beam"])
+    open_page(browser, page, "list")
+    browser.find_element("css selector", "#run-select option[value='1']").click()
+    wait_for(browser, "tr.problem-row")[0].click()
+    summary = wait_for(browser, "#tree-summary")[0]
+    nodes = records[0]["search"]["nodes"]
+    assert int(summary.get_attribute("data-nodes")) == len(nodes)
+    assert len(browser.find_elements("css selector", "#tree-svg .tree-node")) == len(nodes)
+    browser.find_elements("css selector", "#tree-svg .tree-node")[1].click()
+    assert "node 1" in browser.find_element("id", "node-detail").text
+    assert len(browser.find_elements("css selector", "#samples .sample")) == len(records[0]["samples"])
+    assert console_errors(browser) == []
+
+
+@needs_browser
+def test_an_adaptive_problem_shows_its_waves_and_when_it_stopped(browser, page, runs):
+    records = load_run(runs["adaptive"])
+    open_page(browser, page, "p/2/0")
+    facts = wait_for(browser, "#adaptive-facts")[0].text
+    block = records[0]["adaptive"]
+    assert block["stopped_because"] in facts
+    waves = browser.find_elements("css selector", "#waves-table tbody tr")
+    assert len(waves) == len(block["confidences"])
+    assert "wave 1" in browser.find_element("css selector", "#samples .sample").text
+    assert console_errors(browser) == []
+
+
+@needs_browser
+def test_a_page_error_is_caught(browser, tmp_path):
+    """The console check itself: a page whose data does not parse reports an error."""
+    broken = tmp_path / "broken.html"
+    broken.write_text(page_html({"runs": []}).replace('{"runs":[]}', "{broken"))
+    browser.get(broken.as_uri())
+    assert console_errors(browser)
