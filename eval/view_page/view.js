@@ -820,6 +820,7 @@ function start() {
   window.addEventListener("hashchange", route);
   route();
   document.body.setAttribute("data-ready", "1");
+  window.ttsViewReadyMs = performance.now(); // read by scripts/bench_view.py: navigation start to first page drawn
 }
 
 window.addEventListener("error", (e) => {
