@@ -88,9 +88,12 @@ def run_curves(
     only: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Curves of every results file into `out`: curves.json, curves.csv and PNG plots; returns the curve sets."""
+    from tts_engine.results import read_results
+
     from .curves import compute_curves
     from .plots import write_plots
     from .report import write_csv, write_json
+    from .selective import selective_plots, selective_view
     from .table import load_results
     from .verifier_metrics import verifier_group_metrics, verifier_metrics
 
@@ -106,11 +109,14 @@ def run_curves(
         c["source"] = str(path)
         c["verifier"] = verifier_metrics(table, threshold=threshold, num_bins=num_bins)
         c["verifier_groups"] = verifier_group_metrics(table, threshold=threshold, num_bins=num_bins)
+        c["selective"] = selective_view(list(read_results(path)), num_bins)
         curves.append(c)
     write_json(curves, out / "curves.json")
     write_csv(curves, out / "curves.csv")
     if plots:
         write_plots(curves, out, title=title, only=list(only) or None)
+        for i, c in enumerate(curves):
+            selective_plots(c["selective"], out, c["label"], f"_{i + 1}" if len(curves) > 1 else "")
     return curves
 
 
@@ -124,9 +130,11 @@ def _default_labels(paths: Sequence[str | Path]) -> list[str]:
 
 def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = False) -> None:
     from .report import format_table
+    from .selective import format_selective
 
     for c in curves:
         click.echo(format_table(c, every_row))
+        click.echo("\n".join(format_selective(c.get("selective") or {})))
         click.echo("")
     written = sorted(p.name for p in out.iterdir() if p.suffix in (".json", ".csv", ".png"))
     click.echo(f"wrote {', '.join(written)} to {out}")

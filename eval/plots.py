@@ -277,3 +277,54 @@ def write_plots(
     if calibration is not None:
         written.append(calibration)
     return written
+
+
+def plot_reliability(lines: list[tuple[str, dict[str, Any]]], path: str | Path, title: str) -> Path | None:
+    """Reliability diagram of answers: fraction right against mean probability per bin, one line per (label,
+    `tts_engine.metrics.reliability` result); empty bins are left out."""
+    lines = [(label, r) for label, r in lines if any(b["count"] for b in r["bins"])]
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 6), dpi=110)
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1, label="perfect calibration")
+    for index, (label, r) in enumerate(lines):
+        bins = [b for b in r["bins"] if b["count"]]
+        ax.plot(
+            [b["mean_score"] for b in bins],
+            [b["fraction_right"] for b in bins],
+            marker=MARKERS[index % len(MARKERS)],
+            markersize=4,
+            label=f"{label} (ECE {r['ece']:.3f})",
+        )
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean probability in the bin", ylabel="fraction of the bin's answers right")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    return _save(fig, path)
+
+
+def plot_risk_coverage(
+    lines: list[tuple[str, dict[str, list[float]], float]], path: str | Path, title: str
+) -> Path | None:
+    """Risk-coverage curves: the share of wrong answers among the most trusted ones against the share answered, one
+    line per (label, `tts_engine.metrics.risk_coverage` result, AURC)."""
+    lines = [line for line in lines if line[1]["coverage"]]
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(6.8, 5.2), dpi=110)
+    for label, curve, area in lines:
+        ax.step(curve["coverage"], curve["risk"], where="post", label=f"{label} (AURC {area:.3f})")
+    ax.set(xlim=(0, 1), ylim=(0, None), xlabel="coverage: share of problems answered, most trusted first")
+    ax.set_ylabel("risk: share of the answered that are wrong")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

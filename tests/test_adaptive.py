@@ -30,7 +30,7 @@ def solve_adaptive_n(engine, problems, *, max_new_tokens=256, **kwargs):
 
 
 def _split(kwargs):
-    fields = {"tau", "confidence_from", "confidence_over", "wave", "min_n", "max_n"}
+    fields = {"tau", "stop_on", "confidence_from", "confidence_over", "wave", "min_n", "max_n"}
     return {k: v for k, v in kwargs.items() if k in fields}, {k: v for k, v in kwargs.items() if k not in fields}
 
 
@@ -347,6 +347,7 @@ def test_confidence_over_all_keeps_a_problem_with_cut_samples_open(engine, over,
             tau=0.9,
             confidence_from="majority",
             confidence_over=over,
+            stop_on="share",
             progress=False,
         )
     finally:

@@ -40,7 +40,7 @@ def test_cli_adaptive_length(tiny_model_dir, problems_file, tmp_path):
     ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "adaptive-length (majority, tau=1.0)" in result.output and "budget reached" in result.output
+    assert "adaptive-length (p_correct of majority, tau=1.0)" in result.output and "budget reached" in result.output
     records = list(read_results(out))
     assert len(records) == 3 and all(r["adaptive"]["budget_reached"] in (3, 6) for r in records)
     assert all(r["run"]["adaptive"]["budgets"] == [3, 6] for r in records)

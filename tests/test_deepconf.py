@@ -8,11 +8,14 @@ import math
 import pytest
 
 from tts_engine.backends.base import Sample
+from tts_engine.calibration import Calibration
 from tts_engine.confidence import group_confidences, percentile_threshold
 from tts_engine.engine import Engine
 from tts_engine.problems import Problem
 from tts_engine.strategies import deepconf as dc
 from tts_engine.strategies.deepconf import DeepConfConfig, revote, stop_low
+
+UNCALIBRATED = Calibration([], "test")
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(2)]
 
@@ -112,9 +115,9 @@ def test_stopped_samples_vote_for_nothing_or_low():
             sample("2", 1, "low_confidence", 0.2),
         ],
     }
-    revote(record, "none")
+    revote(record, "none", UNCALIBRATED)
     assert record["aggregations"]["majority"]["answer"] == "1" and record["aggregations"]["majority"]["correct"]
-    revote(record, "low")
+    revote(record, "low", UNCALIBRATED)
     assert record["aggregations"]["majority"]["answer"] == "2"  # two stopped votes outnumber one
     assert record["aggregations"]["weighted:conf_tail"]["answer"] == "1"  # but weigh less
 

@@ -83,6 +83,47 @@ def test_chat_answer_with_candidates_equals_engine_solve(client, problems, expec
     assert reply.usage.completion_tokens_details.verifier_tokens == compute["verifier_tokens"]
 
 
+def test_every_choice_carries_p_correct_and_abstains_below_the_requests_threshold(client, problems, expected):
+    problem = problems[4].text
+    reply = client.chat.completions.create(
+        model="tts-default", messages=_chat(problem), n=2, extra_body={"tts": {"abstain_below": 0.5}}
+    )
+    classes = expected[problem]["classes"]
+    for choice in reply.choices:
+        assert choice.p_correct == pytest.approx(classes[choice.answer_class]["p_correct"], abs=1e-6)
+        assert choice.abstained == (choice.p_correct < 0.5)
+    assert not hasattr(
+        client.chat.completions.create(model="tts-default", messages=_chat(problem)).choices[0], "abstained"
+    )
+
+
+THREE_PROMPTS = {  # the prompts a new user tried: right answers by left-to-right arithmetic
+    "Compute left to right: 3+4.": "7",
+    "Compute left to right: 347*6-918+52.": "1216",
+    "Compute left to right: 28*4-18+80.": "174",
+}
+
+
+def test_wrong_answers_get_a_low_p_correct_and_are_abstained_right_ones_a_high_one(client):
+    """At n = 8 with 160 tokens the default answers 3+4 and 347*6-918+52 wrongly, and 28*4-18+80 rightly: the
+    share (`confidence`) is near 1 for all three, p_correct tells them apart."""
+    seen = {}
+    for prompt, right in THREE_PROMPTS.items():
+        reply = client.chat.completions.create(
+            model="tts-default",
+            messages=_chat(prompt),
+            max_tokens=160,
+            extra_body={"tts": {"n": 8, "abstain_below": 0.5}},
+        )
+        choice = reply.choices[0]
+        seen[prompt] = choice.answer == right
+        if choice.answer == right:
+            assert choice.p_correct >= 0.8 and not choice.abstained
+        else:
+            assert choice.p_correct <= 0.1 and choice.abstained and choice.answer is not None
+    assert list(seen.values()) == [False, False, True]
+
+
 def test_answers_are_the_top_classes_by_vote(client, problems):
     reply = client.chat.completions.create(
         model="tts-default",
@@ -198,6 +239,7 @@ BAD_REQUESTS = [
     ("unknown score kind", _chat_body(tts={"score_kind": "oracle"}), 400, "tts.score_kind", "oracle"),
     ("setting of another strategy", _chat_body(tts={"tau": 0.5}), 400, "tts.tau", "adaptive"),
     ("bad strategy setting", _chat_body(tts={"strategy": "adaptive-n", "tau": 3}), 400, "tts.tau", "3"),
+    ("abstain_below over 1", _chat_body(tts={"abstain_below": 1.5}), 400, "tts.abstain_below", "1.5"),
     (
         "no user turn",
         {"model": "tts-default", "messages": [{"role": "system", "content": "hi"}]},

@@ -147,6 +147,11 @@ def aggregation_keys(score_kinds: Sequence[str], rules: Sequence[str] = tuple(AG
     return head + [f"{rule}:{kind}" for kind in score_kinds for rule in rules if rule != "majority"]
 
 
+def headline_vote(headline_kind: str | None) -> str:
+    """The vote a run answers with: weighted by the verifier's headline kind, or majority without a verifier."""
+    return f"weighted:{headline_kind}" if headline_kind else "majority"
+
+
 def vote_classes(
     strategy: str,
     class_ids: Sequence[int],

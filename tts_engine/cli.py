@@ -14,6 +14,11 @@ from .settings import OneLineErrors, build, options
 
 LAZY_COMMANDS = {
     "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
+    "calibrate": (
+        "tts_engine.eval.calibrate",
+        "calibrate",
+        "Fit p_correct (how likely an answer is right) on labelled results.",
+    ),
     "curve": ("tts_engine.eval.cli", "curve", "Compute-vs-accuracy curves, efficiency ratio and plots from results."),
     "bench": ("tts_engine.eval.cli", "bench", "Generate and draw curves in one command."),
     "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),
@@ -102,6 +107,7 @@ def solve(problems, **settings):
         config=config,
         strict=run.strict,
         retry_failed=run.retry_failed,
+        abstain_below=run.abstain_below,
     )
     click.echo(format_summary(summarize(records), every_row=run.all, lines=entry.summary_lines(records)))
     if run.out:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 from .aggregate import vote_predictions
 from .answers.grading import GRADERS
 from .backends.base import PromptFailedError, PromptTooLongError, Sample
+from .calibration import Calibration, check_abstain_below, find_calibration
 from .confidence import confidence_scores
 from .params import SamplingParams
 from .problems import Problem
@@ -44,6 +45,7 @@ class Engine:
         backend_options: dict[str, Any] | None = None,
         process_aggregation: str = "final",
         check_options: dict[str, Any] | None = None,
+        calibration: str | Path | Calibration | None = None,
     ):
         from .backends import make_backend
         from .models import resolve_model
@@ -94,6 +96,7 @@ class Engine:
                 self.verifier = make_verifier(scorer, config)
         named = self.verifier.name if self.verifier else verifier
         self.verifier_name = f"process:{process_aggregation}" if named == "process" else named
+        self.calibration = find_calibration(calibration, [verifier_model, self.model_path], self.headline_kind)
 
     @property
     def headline_kind(self) -> str | None:
@@ -145,6 +148,7 @@ class Engine:
         stop: Sequence[str] = (),
         strict: bool = False,
         retry_failed: bool = False,
+        abstain_below: float | None = None,
         **sampling: Any,
     ) -> list[dict[str, Any]]:
         """Solve every problem with one strategy (`tts_engine.strategies.strategies()`: fixed, adaptive-length,
@@ -160,9 +164,12 @@ class Engine:
 
         A problem whose prompt does not fit the model's context, or whose rows fail even alone, is recorded with
         its `status` (no samples; not solved) and the run goes on; `strict=True` raises instead (a ValueError
-        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed."""
+        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed.
+
+        Every vote carries `p_correct`, the probability that its answer is right (`tts_engine.calibration`); with
+        `abstain_below` a vote whose p_correct is below it is marked `abstained` (it counts as not answered)."""
         from .run import run_plan
-        from .strategies.registry import strategy_entry
+        from .strategies.registry import record_kinds, strategy_entry
 
         entry = strategy_entry(strategy)
         params = solve_params(stop=list(dict.fromkeys((*self.prompt_config.stop, *stop))), **sampling)
@@ -173,6 +180,10 @@ class Engine:
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
         plan = entry.build(self, params, config, **extra)
         plan.run_block["headline_kind"] = entry.headline(self, config)
+        kinds = record_kinds(self, strategy, config, params.top_logprobs)
+        plan.run_block["calibration"] = self.calibration.describe(kinds)
+        if check_abstain_below(abstain_below) is not None:
+            plan.run_block["abstain_below"] = abstain_below
         return run_plan(
             plan,
             problems,
@@ -183,6 +194,7 @@ class Engine:
             screen=self.unfit_prompts,
             strict=strict,
             retry_failed=retry_failed,
+            abstain_below=abstain_below,
         )
 
     def unfit_prompts(self, problems: Sequence[Problem]) -> list[Any]:
@@ -302,7 +314,7 @@ class Engine:
             if verifier_status not in (None, "ok"):
                 sample_records[-1]["verifier_status"] = verifier_status
             sample_records[-1].update(check)
-        return {
+        record = {
             "id": problem.id,
             "problem": problem.text,
             "reference": problem.reference,
@@ -322,6 +334,8 @@ class Engine:
             "run": self.run_info(params),
             "time_s": round(elapsed, 4),
         }
+        self.calibration.annotate(record)
+        return record
 
     def run_info(self, params: SamplingParams) -> dict[str, Any]:
         return {
@@ -345,6 +359,7 @@ class Engine:
             "verifier": self.verifier_name,
             "score_norm": self.score_norm,
             "grader": self.grader,
+            "calibration": self.calibration.describe([self.headline_kind] if self.headline_kind else []),
         }
 
 

@@ -57,6 +57,11 @@ class EngineOptions:
     """Override of a check setting the verifier checkpoint (checking or process) stores, KEY=VALUE, repeatable: check_samples=4
     check_temperature=1 (the mean over 4 sampled re-solves instead of one greedy re-solve), check_max_tokens=128."""
 
+    calibration: str | None = None
+    """p_correct's calibration file (from `tts calibrate`). Default: calibration.json beside the verifier or model
+    checkpoint (the shipped ones have theirs), else uncalibrated (the class's best headline verifier score); none:
+    uncalibrated."""
+
     def make_engine(self):
         """The Engine these options describe."""
         from .engine import Engine
@@ -89,10 +94,15 @@ class SolveOptions:
     even alone) instead of recording it as not solved and going on."""
     retry_failed: bool = False
     """Solve again the problems that --out holds as failed (otherwise a resumed run counts them as done)."""
+    abstain_below: float | None = None
+    """Abstain where an answer's p_correct is below this probability: the answer is recorded as abstained (with
+    its p_correct and the answer it would have given) and counts as not answered."""
 
     def __post_init__(self) -> None:
+        from .calibration import check_abstain_below
         from .strategies.registry import strategy_entry
 
+        check_abstain_below(self.abstain_below)
         strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from .backends.base import PromptFailedError, PromptTooLongError
+from .calibration import mark_abstentions
 from .problems import Problem
 from .results import ResultsWriter, failure_record, record_status, strategy_of
 
@@ -145,6 +146,7 @@ def run_plan(
     screen: Callable[[Sequence[Problem]], list[ProblemFailedError]] | None = None,
     strict: bool = False,
     retry_failed: bool = False,
+    abstain_below: float | None = None,
 ) -> list[dict[str, Any]]:
     """Drive `plan` over the problems not yet in `out`, chunk by chunk; records in input order.
 
@@ -152,12 +154,15 @@ def run_plan(
     on the problems still open (strategies that work in rounds). A problem that fails (`screen` finds its prompt
     too long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status
     and the rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError).
-    `retry_failed` solves again the problems `out` holds as failed."""
+    `retry_failed` solves again the problems `out` holds as failed; with `abstain_below` every vote whose p_correct
+    is below it is marked abstained."""
     run = Run(problems, out, progress, plan.name, retry_failed)
 
     def finish(record: dict[str, Any]) -> None:
         record.setdefault("status", "ok")
         record["run"] = {**plan.run_block, "strategy": plan.name}
+        if abstain_below is not None:
+            mark_abstentions(record, abstain_below)
         run.finish(record)
         if on_record is not None:
             on_record(record)

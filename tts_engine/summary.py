@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
+from .aggregate import headline_vote
+from .metrics import answer_metrics
 from .results import record_status
 
 
@@ -41,7 +43,60 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "grader": records[0].get("run", {}).get("grader", "rule") if records else "rule",
         "score_kinds": list(samples[0]["scores"]) if samples else [],
         "headline_kind": next((r["run"].get("headline_kind") for r in records if "run" in r), None),
+        "trust": trust(records),
     }
+
+
+def trust(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Can the headline vote's answers be trusted: where p_correct comes from, its ECE, AUROC and AURC over the
+    graded problems, and with abstention the coverage and the accuracy of the answered. None for records written
+    before p_correct existed."""
+    headline = next((r["run"].get("headline_kind") for r in records if "run" in r), None)
+    key = headline_vote(headline)
+    votes = [
+        (r["aggregations"][key], r.get("reference") is not None)
+        for r in records
+        if record_status(r) == "ok" and "p_correct" in r.get("aggregations", {}).get(key, {})
+    ]
+    if not votes:
+        return None
+    graded = [v for v, has_reference in votes if has_reference]
+    out: dict[str, Any] = {
+        "vote": key,
+        "calibration": next((r["run"].get("calibration") for r in records if "run" in r), None),
+        **answer_metrics([v["p_correct"] for v in graded], [bool(v["correct"]) for v in graded]),
+    }
+    if any("abstained" in v for v, _ in votes):
+        answered = [v for v, _ in votes if not v.get("abstained")]
+        answered_graded = [v for v in graded if not v.get("abstained")]
+        out["abstain_below"] = next((r["run"].get("abstain_below") for r in records if "run" in r), None)
+        out["coverage"] = len(answered) / len(records)
+        out["answered_accuracy"] = (
+            sum(bool(v["correct"]) for v in answered_graded) / len(answered_graded) if answered_graded else None
+        )
+    return out
+
+
+def format_trust(trust: dict[str, Any] | None) -> list[str]:
+    """The trust lines of the summary (see `trust`)."""
+    if not trust:
+        return []
+    out = [f"p_correct of {trust['vote']}: {trust['calibration']}"]
+    if trust["auroc"] is not None or trust["ece"] is not None:
+        out.append(
+            f"  how well it tells right answers from wrong: ECE {_fmt(trust['ece'])}, AUROC {_fmt(trust['auroc'])}, "
+            f"AURC {_fmt(trust['aurc'])}; wrong answers at p_correct >= .9: {_fmt(trust['wrong_at_90'])}"
+        )
+    if "coverage" in trust:
+        out.append(
+            f"  abstained below {trust['abstain_below']}: coverage {trust['coverage']:.3f} (share of problems "
+            f"answered), accuracy of the answered {_fmt(trust['answered_accuracy'])}"
+        )
+    return out
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _failures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -94,6 +149,7 @@ def format_summary(summary: dict[str, Any], *, every_row: bool = False, lines: S
             out.append(f"({len(accuracy) - len(shown)} more rows with --all)")
     else:
         out.append("no reference answers: accuracy not computed")
+    out += format_trust(summary.get("trust"))
     out += list(lines)
     out.append(
         f"generated tokens / problem: {summary['generated_tokens_per_problem']:.1f}, "

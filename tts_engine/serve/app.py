@@ -291,6 +291,7 @@ def make_server(engine, options, params, configs: dict[str, Any], model_name: st
         max_samples=options.max_request_samples,
         max_tokens=options.max_request_tokens,
         max_prompts=options.max_request_prompts,
+        abstain_below=options.abstain_below,
     )
     batcher = Batcher(
         engine,

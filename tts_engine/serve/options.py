@@ -40,6 +40,9 @@ class ServeOptions:
     a verifier)."""
     return_candidates: bool = False
     """Return every sample's answer, scores and class by default."""
+    abstain_below: float | None = None
+    """Default of a request's tts.abstain_below: a choice whose p_correct (the probability that its answer is right)
+    is below it is returned as abstained, with its answer and p_correct."""
     max_queue: int = 256
     """Requests waiting for the engine at most; a request past it gets 429 with Retry-After."""
     max_batch_rows: int = 512
@@ -76,6 +79,9 @@ class ServeOptions:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in [1, 65535], got {self.port}")
+        from ..calibration import check_abstain_below
+
+        check_abstain_below(self.abstain_below)
         if self.batch_wait_ms < 0:
             raise ValueError(f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
         if not 0 <= self.batch_wait_share <= 1:

@@ -2,8 +2,10 @@
 
 A problem's choices are its top answer classes under the request's vote (`vote_classes`, the engine's own
 aggregation): choices[0] is the vote's winner, the rest follow by class score. A choice's text is the full text
-of its class's highest-scored sample (by `pick_kind`); it also carries the answer, the class's share of the
-vote (`confidence`), its sample count and, with return_candidates, every sample's answer, scores and class.
+of its class's highest-scored sample (by `pick_kind`); it also carries the answer, the probability that it is
+right (`p_correct`, `tts_engine.calibration`), the class's share of the vote (`confidence`), its sample count and,
+with return_candidates, every sample's answer, scores and class. With the request's `abstain_below`, a choice whose
+p_correct is below it says `abstained: true` (its answer and text are kept: what it would have answered).
 Usage counts tokens as `tts solve` does (each record's "compute"): prompt, generated (completion_tokens) and
 verifier tokens (completion_tokens_details.verifier_tokens).
 """
@@ -62,24 +64,39 @@ def problem_choices(record: dict[str, Any], request: SolveRequest) -> list[dict[
         j = pick_sample(samples, None, request.pick_kind) if samples else None
         text = samples[j]["text"] if j is not None else ""
         reason = samples[j]["finish_reason"] if j is not None else "length"
-        base = {"answer": None, "answer_class": None, "confidence": 0.0, "votes": 0, "sample_index": j}
-        return [{"text": text, "finish_reason": reason, **base, **extra}]
+        base = {
+            "answer": None,
+            "answer_class": None,
+            "p_correct": 0.0,
+            "confidence": 0.0,
+            "votes": 0,
+            "sample_index": j,
+        }
+        return [{"text": text, "finish_reason": reason, **base, **_abstention(0.0, request), **extra}]
     choices = []
     for c in order[: request.answers]:
         j = pick_sample(samples, c, request.pick_kind)
+        p_correct = record["classes"][c].get("p_correct", 0.0)
         choices.append(
             {
                 "text": samples[j]["text"],
                 "finish_reason": samples[j]["finish_reason"],
                 "answer": samples[j]["answer"] if samples[j]["answer"] is not None else record["classes"][c]["answer"],
                 "answer_class": c,
+                "p_correct": p_correct,
                 "confidence": round(totals[c] / total, 6) if total > 0 else 0.0,
                 "votes": counts[c],
                 "sample_index": j,
+                **_abstention(p_correct, request),
                 **extra,
             }
         )
     return choices
+
+
+def _abstention(p_correct: float, request: SolveRequest) -> dict[str, bool]:
+    """{"abstained": ...} when the request sets a threshold (p_correct below it), else nothing."""
+    return {} if request.abstain_below is None else {"abstained": p_correct < request.abstain_below}
 
 
 def usage(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

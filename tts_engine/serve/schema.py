@@ -21,7 +21,7 @@ from ..aggregate import AGGREGATIONS
 from ..params import SamplingParams
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-TTS_FIELDS = ("strategy", "n", "aggregation", "score_kind", "return_candidates")
+TTS_FIELDS = ("strategy", "n", "aggregation", "score_kind", "return_candidates", "abstain_below")
 """Keys of the `tts` object besides the chosen strategy's own settings (AdaptiveConfig / SearchConfig fields)."""
 
 
@@ -73,6 +73,8 @@ class SolveRequest:
     return_candidates: bool
     stream: bool
     include_usage: bool
+    abstain_below: float | None = None
+    """A choice whose p_correct is below this is returned as abstained (its answer kept); None: never."""
 
     @property
     def batch_key(self) -> tuple:
@@ -107,6 +109,8 @@ class Defaults:
     max_samples: int
     max_tokens: int
     max_prompts: int
+    abstain_below: float | None = None
+    """The server's `--abstain-below` (None: a request abstains only when it asks to)."""
 
 
 # --- typed field readers -----------------------------------------------------------------------------------
@@ -125,14 +129,17 @@ def read_int(body: dict, name: str, low: int, high: int | None, default: Any, pa
     return value
 
 
-def read_float(body: dict, name: str, low: float, high: float, default: Any, *, open_low: bool = False) -> Any:
+def read_float(
+    body: dict, name: str, low: float, high: float, default: Any, *, open_low: bool = False, param: str | None = None
+) -> Any:
     value = body.get(name)
+    param = param or name
     if value is None:  # absent or null: the default (OpenAI's reading of null)
         return default
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value > high or value < low or (open_low and value == low):
         bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
-        raise ApiError(f"{name} must be a number in {bound}, got {_show(value)}", param=name)
+        raise ApiError(f"{param} must be a number in {bound}, got {_show(value)}", param=param)
     return float(value)
 
 
@@ -280,6 +287,7 @@ def parse_request(body: Any, kind: str, defaults: Defaults) -> SolveRequest:
         ),
         stream=read_bool(body, "stream", False),
         include_usage=read_bool(stream_options, "include_usage", False, param="stream_options.include_usage"),
+        abstain_below=read_float(tts, "abstain_below", 0.0, 1.0, defaults.abstain_below, param="tts.abstain_below"),
     )
 
 

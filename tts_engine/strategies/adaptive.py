@@ -6,10 +6,12 @@
 - **Adaptive N**: samples in waves of W per open problem; a problem stops once its confidence reaches tau
   (after at least min_n samples) or at max_n.
 
-Confidence is that of one strategy's vote (`confidence_from`, a key of a record's "aggregations"; default the
-headline: weighted by the verifier's `headline_kind` where it names one, else by `verifier_<score_norm>`;
-`majority` without a verifier), as a share of the answered samples (the vote's own confidence) or of all
-samples or of the number of samples (`confidence_over`, see CONFIDENCE_OVER). Records are the engine's
+What reaches tau is, by default, the p_correct of one vote's answer (`confidence_from`, a key of a record's
+"aggregations"; default the headline: weighted by the verifier's `headline_kind` where it names one, else by
+`verifier_<score_norm>`; `majority` without a verifier): the probability that it is right, so a problem whose
+samples the verifier rejects keeps sampling. With `stop_on="share"` it is the vote's share instead, of the answered
+samples (the vote's own confidence) or of all samples or of the number of samples (`confidence_over`, see
+CONFIDENCE_OVER). Records are the engine's
 (`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
 with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
 """
@@ -20,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from ..aggregate import aggregation_keys
+from ..aggregate import aggregation_keys, headline_vote
 from ..backends.base import Sample
 from ..params import SamplingParams
 from ..problems import Problem
@@ -29,16 +31,19 @@ from ..settings import setting
 from .registry import record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
+    STOP_ON,
     Clock,
     Track,
     cached,
     can_continue,
     check_confidence_over,
+    check_stop_on,
     check_tau,
     continue_samples,
     derive_seed,
     generate,
     score_open,
+    stop_signal,
 )
 
 ADAPTIVE_STRATEGIES = ("adaptive-length", "adaptive-n")
@@ -78,7 +83,7 @@ def confidence_key(engine, confidence_from: str | None, top_logprobs: int = 20) 
     """The vote whose confidence is compared with tau: the given one (any vote key the run's records carry),
     else the headline: weighted by the verifier's headline kind, or majority without a verifier."""
     if confidence_from is None:
-        return "majority" if engine.headline_kind is None else f"weighted:{engine.headline_kind}"
+        return headline_vote(engine.headline_kind)
     keys = aggregation_keys(record_kinds(engine, "adaptive-n", None, top_logprobs))
     if confidence_from not in keys:
         raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
@@ -92,13 +97,17 @@ class AdaptiveConfig:
     budgets: list[int] = field(default_factory=lambda: [256, 512, 1024, 2048])
     """adaptive-length: increasing token budgets (replaces --max-new-tokens)."""
     tau: float | None = None
-    """Confidence in [0, 1] that stops a problem (default 0.6 for adaptive-length, 0.8 for adaptive-n)."""
+    """Threshold in [0, 1] that stops a problem (default 0.9 with --stop-on p_correct; with --stop-on share 0.6 for
+    adaptive-length, 0.8 for adaptive-n)."""
+    stop_on: str = setting("p_correct", choices=STOP_ON)
+    """What reaches tau: p_correct (the probability that the leading answer is right: a problem whose samples the
+    verifier rejects keeps sampling) or share (the leading vote's share of the scores, `confidence`)."""
     confidence_from: str | None = None
-    """Strategy key whose vote confidence is compared with tau (default weighted:verifier_<score-norm> with a
-    verifier, else majority)."""
+    """Strategy key whose vote is compared with tau (default weighted:verifier_<score-norm> with a verifier, else
+    majority)."""
     confidence_over: str = setting("answered", choices=CONFIDENCE_OVER)
-    """Confidence as a share of the scores of the samples with an answer, of all samples' scores (samples with
-    no answer yet then count against stopping), or of the number of samples (a verifier's doubt counts against
+    """With --stop-on share: the share of the scores of the samples with an answer, of all samples' scores (samples
+    with no answer yet then count against stopping), or of the number of samples (a verifier's doubt counts against
     stopping: use it with a verifier's weighted vote)."""
     wave: int = 4
     """adaptive-n: samples per wave."""
@@ -113,15 +122,19 @@ class AdaptiveConfig:
             self.tau = check_tau(self.tau)
         check_waves(self.wave, self.min_n, self.max_n)
         check_confidence_over(self.confidence_over)
+        check_stop_on(self.stop_on)
 
     def tau_for(self, strategy: str) -> float:
-        """tau, or the strategy's default."""
+        """tau, or the default of the strategy and its stop signal."""
         if self.tau is not None:
             return self.tau
-        return DEFAULT_TAU[strategy]
+        return DEFAULT_TAU[self.stop_on][strategy]
 
 
-DEFAULT_TAU = {"adaptive-length": 0.6, "adaptive-n": 0.8}
+DEFAULT_TAU = {
+    "p_correct": {"adaptive-length": 0.9, "adaptive-n": 0.9},
+    "share": {"adaptive-length": 0.6, "adaptive-n": 0.8},
+}
 
 
 @dataclass(frozen=True)
@@ -131,15 +144,19 @@ class _Rule:
     key: str
     tau: float
     over: str
+    stop_on: str
 
     def block(self) -> dict[str, Any]:
-        return {"confidence_from": self.key, "confidence_over": self.over, "tau": self.tau}
+        return {"confidence_from": self.key, "stop_on": self.stop_on, "confidence_over": self.over, "tau": self.tau}
+
+    def signal(self, record: dict[str, Any]) -> float:
+        return stop_signal(record, self.key, self.stop_on, self.over)
 
 
 def _rule(engine, params: SamplingParams, config: AdaptiveConfig, strategy: str) -> _Rule:
     """When a problem of `strategy` stops; a bad confidence key fails before any generation."""
     key = confidence_key(engine, config.confidence_from, params.top_logprobs)
-    return _Rule(key, config.tau_for(strategy), config.confidence_over)
+    return _Rule(key, config.tau_for(strategy), config.confidence_over, config.stop_on)
 
 
 def _progress(record: dict[str, Any], rule: _Rule, confidence: float) -> RoundProgress:
@@ -163,8 +180,9 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
         where = f"mean N used: {sum(b['n_used'] for _, b in blocks) / len(blocks):.1f}"
     why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     over = "" if first.get("confidence_over", "answered") == "answered" else " over all samples"
+    signal = f"{first.get('stop_on', 'share')} of "
     return [
-        f"{strategy} ({first['confidence_from']}{over}, tau={first['tau']}): {where}; "
+        f"{strategy} ({signal}{first['confidence_from']}{over}, tau={first['tau']}): {where}; "
         f"stopped: {why}; generated tokens / problem: {spent:.1f}"
     ]
 
@@ -220,7 +238,7 @@ class AdaptiveLengthPlan:
             for i, record in score_open(
                 engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
             ):
-                confidence = tracks[i].observe(record, rule.key, rule.over)
+                confidence = tracks[i].observe(record, rule.signal(record))
                 next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
                 reason = _length_stop(confidence, rule.tau, next_budget, samples[i], engine.backend.max_model_len)
                 if reason is None:
@@ -302,7 +320,7 @@ class AdaptiveNPlan:
             for i, record in score_open(
                 engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
             ):
-                confidence, used = tracks[i].observe(record, rule.key, rule.over), len(samples[i])
+                confidence, used = tracks[i].observe(record, rule.signal(record)), len(samples[i])
                 enough = used >= self.min_n and confidence >= rule.tau
                 reason = "confident" if enough else "max_n" if used >= max_n else None
                 if reason is None:

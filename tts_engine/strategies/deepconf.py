@@ -39,17 +39,19 @@ from ..settings import setting
 from .registry import record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
+    STOP_ON,
     Clock,
     Track,
     cached,
     can_continue,
     check_confidence_over,
+    check_stop_on,
     check_tau,
     continue_samples,
     derive_seed,
     generate,
-    record_confidence,
     score_open,
+    stop_signal,
 )
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,11 @@ class DeepConfConfig:
     """deepconf: share of the warm-up traces the stop threshold keeps (0.9: their 10th percentile, DeepConf-high;
     0.1: their 90th percentile, DeepConf-low)."""
     consensus: float = 0.95
-    """deepconf: a problem stops sampling once the vote share of --consensus-from reaches this (DeepConf's tau)."""
+    """deepconf: a problem stops sampling once --consensus-on of --consensus-from's vote reaches this (DeepConf's
+    tau)."""
+    consensus_on: str = setting("p_correct", choices=STOP_ON)
+    """deepconf: what reaches --consensus: p_correct (the probability that the vote's answer is right) or share (its
+    vote share, DeepConf's own rule)."""
     trace_wave: int = 8
     """deepconf: samples per open problem per wave after the warm-up."""
     calibrate: Literal["problem", "run"] = "problem"
@@ -85,7 +91,7 @@ class DeepConfConfig:
     consensus_from: str | None = None
     """deepconf: the vote whose share is compared with --consensus (default: --vote-from)."""
     consensus_over: str = setting("answered", choices=CONFIDENCE_OVER)
-    """deepconf: the vote share as a share of the answered samples' scores, of all samples' scores or of the
+    """deepconf, with --consensus-on share: the vote share as a share of the answered samples' scores, of all samples' scores or of the
     number of samples (see --confidence-over)."""
     stop_check_tokens: int = 0
     """deepconf on vllm / openai: tokens per chunk between confidence checks (0: the confidence window)."""
@@ -99,6 +105,7 @@ class DeepConfConfig:
             raise ValueError(f"eta must be in (0, 1], got {self.eta}")
         self.consensus = check_tau(self.consensus)
         check_confidence_over(self.consensus_over)
+        check_stop_on(self.consensus_on)
         if self.calibrate not in ("problem", "run"):
             raise ValueError(f"calibrate must be 'problem' or 'run', got {self.calibrate!r}")
         if self.stopped_votes not in ("none", "low"):
@@ -141,11 +148,12 @@ def voting_view(record: dict[str, Any], stopped_votes: str) -> list[dict[str, An
     ]
 
 
-def revote(record: dict[str, Any], stopped_votes: str) -> list[dict[str, Any]]:
-    """Recompute every vote of `record` over the samples that vote; returns those sample records."""
+def revote(record: dict[str, Any], stopped_votes: str, calibration) -> list[dict[str, Any]]:
+    """Recompute every vote of `record` and its p_correct over the samples that vote; returns those sample records."""
     voters = voting_view(record, stopped_votes)
     grades = [c["correct"] for c in record["classes"]]
     record["aggregations"] = vote_predictions(voters, grades, has_reference=record["reference"] is not None)
+    calibration.annotate(record, voters)
     return voters
 
 
@@ -178,6 +186,7 @@ class DeepConfPlan:
             "calibrate": config.calibrate,
             "consensus": config.consensus,
             "consensus_from": self.consensus_key,
+            "consensus_on": config.consensus_on,
             "consensus_over": config.consensus_over,
             "vote_from": self.vote_key,
             "stopped_votes": config.stopped_votes,
@@ -237,8 +246,10 @@ class DeepConfPlan:
             for i, record in score_open(
                 engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
             ):
-                voters = revote(record, config.stopped_votes)
-                share = record_confidence({**record, "samples": voters}, self.consensus_key, config.consensus_over)
+                voters = revote(record, config.stopped_votes, engine.calibration)
+                share = stop_signal(
+                    {**record, "samples": voters}, self.consensus_key, config.consensus_on, config.consensus_over
+                )
                 tracks[i].confidences.append(share)
                 tracks[i].verifier_tokens += sum(s["verifier_tokens"] for s in record["samples"])
                 used = len(samples[i])

@@ -47,6 +47,25 @@ def record_confidence(record: dict[str, Any], key: str, over: str = "answered") 
     return round(confidence * answered / whole, 6) if whole > 0 else 0.0
 
 
+STOP_ON = ("p_correct", "share")
+"""What a round's stop compares with its threshold: the leading answer's p_correct (the probability that it is right,
+`tts_engine.calibration`), or its vote share (`confidence`, as a share `over`, see CONFIDENCE_OVER): a share reaches
+1.0 when the verifier rejects every sample but one class, p_correct does not."""
+
+
+def stop_signal(record: dict[str, Any], key: str, stop_on: str, over: str = "answered") -> float:
+    """The value of vote `key` in a record that a stop compares with its threshold (see STOP_ON)."""
+    if stop_on == "p_correct":
+        return record["aggregations"][key]["p_correct"]
+    return record_confidence(record, key, over)
+
+
+def check_stop_on(stop_on: str) -> str:
+    if stop_on not in STOP_ON:
+        raise ValueError(f"stop_on must be one of {STOP_ON}, got {stop_on!r}")
+    return stop_on
+
+
 def check_confidence_over(over: str) -> str:
     if over not in CONFIDENCE_OVER:
         raise ValueError(f"confidence_over must be one of {CONFIDENCE_OVER}, got {over!r}")
@@ -207,13 +226,12 @@ class Track:
     time_s: float = 0.0
     """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
-    def observe(self, record: dict[str, Any], key: str, over: str) -> float:
-        """Note a round's record: the confidence of vote `key` (as a share `over`, see CONFIDENCE_OVER) and what
-        its scoring computed; returns the confidence."""
-        confidence = record_confidence(record, key, over)
-        self.confidences.append(confidence)
+    def observe(self, record: dict[str, Any], signal: float) -> float:
+        """Note a round's record: its stop signal (see `stop_signal`) and what its scoring computed; returns the
+        signal."""
+        self.confidences.append(signal)
         self.verifier_tokens += sum(sample["verifier_tokens"] for sample in record["samples"])
-        return confidence
+        return signal
 
 
 class Clock:

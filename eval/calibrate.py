@@ -1,0 +1,167 @@
+"""`tts calibrate RESULTS... --out FILE`: fit p_correct on a labelled run, from any model, verifier or PRM.
+
+The records' problems are split by a hash of their id into a fitting part and a held-out part. Two logistic fits
+are made on the fitting part (`tts_engine.calibration`): one on the run's headline score kind (or --kind) and one
+on the votes alone (used where a later run carries no verifier score). The held-out part is scored by the fit and
+by the uncalibrated mapping, side by side: ECE, AUROC, AURC, the wrong answers at p >= .9, a reliability table and
+a plot. The file written is what `tts solve --calibration FILE`, `Engine(..., calibration=FILE)` and `tts serve
+--calibration FILE` read; put it beside a checkpoint as `calibration.json` and it is used without being named.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import click
+
+from tts_engine.aggregate import headline_vote
+from tts_engine.calibration import VOTES_ONLY, Calibration, answer_examples, fit_logistic
+from tts_engine.metrics import answer_metrics, reliability
+from tts_engine.results import record_status
+from tts_engine.settings import Command, build, options
+
+
+@dataclass
+class CalibrateOptions:
+    """How `tts calibrate` fits and reports."""
+
+    kind: str | None = None
+    """Score kind the fit reads (default: the runs' headline kind, e.g. verifier_recompute)."""
+    holdout: float = 0.25
+    """Share of the problems held out of the fit and reported on (0: fit on all, report nothing held out)."""
+    l2: float = 1.0
+    """L2 penalty of the logistic fit, on standardised features."""
+    num_bins: int = 10
+    """Reliability bins."""
+    plot: str | None = None
+    """Reliability plot of the held-out part (PNG; default: next to --out, same name)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.holdout < 1.0:
+            raise ValueError(f"holdout must be in [0, 1), got {self.holdout}")
+        if self.l2 < 0:
+            raise ValueError(f"l2 must be >= 0, got {self.l2}")
+        if self.num_bins < 1:
+            raise ValueError(f"num_bins must be >= 1, got {self.num_bins}")
+
+
+def held_out(problem_id: str, share: float) -> bool:
+    """Whether a problem is in the held-out part: a hash of its id, so the split does not depend on file order."""
+    digest = hashlib.blake2b(str(problem_id).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") / 2**64 < share
+
+
+def load_labelled(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The graded, solved records of the results files (a one-line error when none is usable)."""
+    from tts_engine.results import read_results
+
+    records = [r for path in paths for r in read_results(path)]
+    usable = [r for r in records if record_status(r) == "ok" and r.get("reference") is not None and r.get("samples")]
+    if not usable:
+        raise ValueError(
+            f"no solved problem with a reference answer in {', '.join(map(str, paths))}: nothing to fit on"
+        )
+    return usable
+
+
+def headline_probabilities(records: Sequence[dict[str, Any]], calibration: Calibration, key: str):
+    """(p_correct, right) of vote `key`'s answer in every record, by `calibration`."""
+    p, right = [], []
+    for record in records:
+        vote = record["aggregations"].get(key)
+        if vote is None:
+            continue
+        p.append(calibration.class_probability(record["samples"], vote["answer_class"]))
+        right.append(bool(vote["correct"]))
+    return p, right
+
+
+def fit_runs(
+    records: Sequence[dict[str, Any]], kind: str | None, holdout: float, l2: float
+) -> tuple[Calibration, list]:
+    """The calibration fitted on the records outside the held-out part, and the held-out records."""
+    fit_part = [r for r in records if not held_out(r["id"], holdout)]
+    test_part = [r for r in records if held_out(r["id"], holdout)]
+    if not fit_part:
+        raise ValueError(f"every one of the {len(records)} problems is held out: lower --holdout")
+    fits = []
+    for fit_kind in [k for k in (kind, VOTES_ONLY) if k]:
+        examples, labels, ids = answer_examples(fit_part, fit_kind)
+        if not examples:
+            raise ValueError(
+                f"no record carries the score kind {fit_kind!r}; they carry {sorted(records[0]['samples'][0]['scores'])}"
+            )
+        fit = fit_logistic(examples, labels, fit_kind, l2=l2)
+        fit.fitted_on = {
+            "problems": len(set(ids)),
+            "answers": len(labels),
+            "right": round(sum(labels) / len(labels), 4),
+        }
+        fits.append(fit)
+    return Calibration(fits, "tts calibrate", kind), test_part
+
+
+def report(records: Sequence[dict[str, Any]], calibration: Calibration, kind: str | None, num_bins: int) -> dict:
+    """Held-out figures of the headline vote's p_correct: fitted, uncalibrated, and the vote's confidence."""
+    key = headline_vote(kind)
+    fitted, right = headline_probabilities(records, calibration, key)
+    raw, _ = headline_probabilities(records, Calibration([], "uncalibrated", kind), key)
+    share = [float(r["aggregations"][key]["confidence"]) for r in records if key in r["aggregations"]]
+    rows = {"p_correct (fitted)": fitted, "p_correct (uncalibrated)": raw, "confidence (vote share)": share}
+    return {
+        "vote": key,
+        "rows": {name: answer_metrics(p, right, num_bins) for name, p in rows.items()},
+        "reliability": {name: reliability(p, right, num_bins) for name, p in rows.items()},
+    }
+
+
+def format_report(figures: dict[str, Any]) -> list[str]:
+    out = [f"held-out answers of {figures['vote']}:"]
+    out.append(f"  {'signal':<28}{'answers':>8}{'ECE':>7}{'AUROC':>7}{'AURC':>7}{'wrong>=.9':>10}")
+    for name, m in figures["rows"].items():
+        auroc = "-" if m["auroc"] is None else f"{m['auroc']:.3f}"
+        wrong = "-" if m["wrong_at_90"] is None else f"{m['wrong_at_90']:.3f}"
+        out.append(f"  {name:<28}{m['answers']:>8}{m['ece']:>7.3f}{auroc:>7}{m['aurc']:>7.3f}{wrong:>10}")
+    out.append("  reliability of p_correct (fitted): bin, answers, mean p, fraction right")
+    for b in figures["reliability"]["p_correct (fitted)"]["bins"]:
+        if b["count"]:
+            out.append(
+                f"    [{b['low']:.1f}, {b['high']:.1f})  {b['count']:>5}  {b['mean_score']:.3f}  {b['fraction_right']:.3f}"
+            )
+    return out
+
+
+@click.command(cls=Command)
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Calibration file to write (JSON).")
+@options(CalibrateOptions)
+def calibrate(results, out, **settings):
+    """Fit p_correct (the probability that an answer is right) on labelled RESULTS of `tts solve`.
+
+    Prints the held-out part's reliability beside the uncalibrated mapping's, and writes the calibration that
+    `tts solve --calibration FILE` and `tts serve --calibration FILE` use (as calibration.json beside a checkpoint it
+    is that checkpoint's default)."""
+    o = build(CalibrateOptions, settings)
+    records = load_labelled(results)
+    kind = o.kind or records[0]["run"].get("headline_kind")
+    calibration, test_part = fit_runs(records, kind, o.holdout, o.l2)
+    fitted = len(records) - len(test_part)
+    click.echo(f"fitted on {fitted} problems of {len(results)} file(s); {len(test_part)} held out")
+    if test_part:
+        figures = report(test_part, calibration, kind, o.num_bins)
+        for fit in calibration.fits:
+            fit.held_out = figures["rows"]["p_correct (fitted)"] if fit.kind == (kind or VOTES_ONLY) else {}
+        click.echo("\n".join(format_report(figures)))
+        from .plots import plot_reliability
+
+        plot = Path(o.plot or Path(out).with_suffix(".png"))
+        lines = list(figures["reliability"].items())
+        if plot_reliability(lines, plot, f"Held-out reliability of {figures['vote']}") is not None:
+            click.echo(f"plot: {plot}")
+    for fit in calibration.fits:
+        fit.fitted_on["files"] = [Path(p).name for p in results]
+    calibration.save(out)
+    click.echo(f"calibration: {out} (fits on {', '.join(f.kind for f in calibration.fits)})")
