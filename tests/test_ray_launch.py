@@ -78,7 +78,7 @@ def test_chunks_cover_every_problem_once():
     problems = [Problem(f"p{i}", "x") for i in range(23)]
     size = chunk_size(23, workers=2, most=32)
     chunks = make_chunks(problems, size)
-    assert size == 3 and all(len(c) <= size for c in chunks)
+    assert size == 6 and all(len(c) <= size for c in chunks)
     assert sorted(p.id for c in chunks for p in c) == sorted(p.id for p in problems)
     assert chunks == make_chunks(problems, size)  # one fixed order
     assert chunk_size(1000, workers=2, most=32) == 32 and chunk_size(0, workers=2, most=32) == 1
