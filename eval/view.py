@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -200,6 +201,25 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def strategy_facts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A run's own figures beside the summary: how adaptive problems stopped and how much they used, or the size
+    of a search's trees."""
+    facts: dict[str, Any] = {}
+    for block in ADAPTIVE_BLOCKS:
+        blocks = [r[block] for r in records if isinstance(r.get(block), dict)]
+        if blocks:
+            facts["stopped because"] = dict(Counter(str(b.get("stopped_because")) for b in blocks).most_common())
+            for key in ("n_used", "waves", "rounds", "budget_reached", "tokens_spent"):
+                values = [b[key] for b in blocks if _finite(b.get(key))]
+                if values:
+                    facts[f"mean {key}"] = round(sum(values) / len(values), 2)
+    trees = [r["search"] for r in records if isinstance(r.get("search"), dict)]
+    if trees:
+        facts["mean tree nodes"] = round(sum(len(t.get("nodes") or []) for t in trees) / len(trees), 1)
+        facts["mean rounds"] = round(sum(int(t.get("rounds") or 0) for t in trees) / len(trees), 2)
+    return facts
+
+
 # --- the payload ----------------------------------------------------------------------------------------------
 def compact_problem(record: dict[str, Any]) -> dict[str, Any]:
     """A record as the page reads it: without the prompt and run block, floats rounded to 4 places."""
@@ -242,6 +262,7 @@ def run_payload(
         "headline_rows": list(headline_rows(summary["accuracy"], summary["headline_kind"])),
         "summary": _rounded(summary),
         "compute": compute_spent(records, run.get("num_parameters")),
+        "facts": strategy_facts(records),
         "curves": _rounded(run_curves(records, label, num_subsets, seed)),
         "reliability": _rounded(run_reliability(records, vote, num_bins)),
         "problems": [compact_problem(r) for r in records],

@@ -175,9 +175,13 @@ function runCards() {
     const r = run.run || {};
     const rows = [["strategy", run.strategy], ["model", r.model], ["N", r.n], ["verifier", r.verifier],
       ["headline vote", run.headline_vote], ["backend", r.backend], ["temperature", r.temperature],
-      ["max new tokens", r.max_new_tokens], ["seed", r.seed], ["calibration", r.calibration]];
+      ["max new tokens", r.max_new_tokens], ["seed", r.seed], ["calibration", r.calibration]].concat(
+      Object.entries(run.facts || {}).map(([k, v]) => [k, typeof v === "object" ?
+        Object.entries(v).map(([a, b]) => `${a} ${b}`).join(", ") : v]));
     return el("div", { class: "card run-card" }, [
-      el("div", { class: "label" }, [el("span", { class: "swatch-run", text: DASHES[i % 4] ? "┄ " : "— " }), run.label]),
+      el("div", { class: "label" }, [run.label, " ", RUNS.length > 1 ? svg("svg", { width: 30, height: 8 }, svg("line", {
+        x1: 0, x2: 30, y1: 4, y2: 4, stroke: "#57606a", "stroke-width": 2, "stroke-dasharray": DASHES[i % DASHES.length] }))
+        : null]),
       el("div", { class: "note", text: run.source }),
       el("div", { class: "kv" }, rows.filter(([, v]) => v !== undefined && v !== null)
         .flatMap(([k, v]) => [el("span", { text: k }), el("span", { text: String(v) })])),
@@ -318,7 +322,8 @@ function linePlot(opts) {
     }
   }
   const legend = el("div", { class: "legend" }, opts.series.map((s) => el("span", {}, [
-    el("span", { class: "swatch", style: `background:${s.colour}${s.dash ? ";opacity:.6" : ""}` }), s.label])));
+    svg("svg", { width: 24, height: 8 }, svg("line", { x1: 0, x2: 24, y1: 4, y2: 4, stroke: s.colour, "stroke-width": 2,
+      "stroke-dasharray": s.dash })), " ", s.label])));
   return el("div", { class: "plot" }, [root, legend]);
 }
 
@@ -591,10 +596,19 @@ function classesTable(run, p, view) {
       onclick: () => { view.cls = view.cls === k ? null : k; drawSamples(run, p, view); } }, classBadge(k, c.answer))),
     td(String(c.size), "num"), el("td", { text: c.correct === null || c.correct === undefined ? "–" : c.correct ? "✓" : "✗" }),
   ].concat(kind ? [td(totals[k] ?? 0, "num")] : [], hasP ? [td(c.p_correct, "num")] : [],
-    [el("td", { class: "small mono", text: (picks[k] || []).join(", ") })])));
+    [pickedBy(run, picks[k] || [])])));
   const none = (p.samples || []).filter((s) => s.answer_class < 0).length;
   if (none) rows.push(el("tr", {}, [el("td", {}, classBadge(-1)), td(String(none), "num"), el("td", { text: "–" })]));
   return table(headers, rows, { id: "classes-table" });
+}
+
+function pickedBy(run, keys) {
+  // The votes that pick a class: the run's main ones by name, the rest counted (all in the tooltip).
+  const main = new Set(["majority", run.headline_vote].concat(run.headline_rows));
+  const named = keys.filter((k) => main.has(k));
+  const rest = keys.length - named.length;
+  return el("td", { class: "small mono", title: keys.join("\n"),
+    text: named.join(", ") + (rest ? `${named.length ? ", " : ""}+${rest} more` : "") });
 }
 
 function votesTable(run, p) {
