@@ -46,7 +46,8 @@ class ViewOptions:
     out: str | None = None
     """HTML file to write (default view.html, unless --port is given)."""
     port: int | None = None
-    """Serve the page on http://127.0.0.1:PORT until interrupted (0: any free port) instead of writing a file."""
+    """Serve the page on http://127.0.0.1:PORT until interrupted (0: any free port); a file is then written only
+    with --out."""
     num_subsets: int = setting(1000, flags=("--subsets",))
     """R of the curves: random subsets per problem and k (as `tts curve`)."""
     seed: int = 0
@@ -96,7 +97,7 @@ def _checked(record: Any, path: Path, number: int) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise ValueError(f"{path}:{number}: not a results record (expected a JSON object, got {type(record).__name__})")
     record = upgrade_record(record)
-    missing = [key for key in ("id", "samples", "aggregations") if key not in record]
+    missing = [key for key in ("id", "samples", "aggregations", "compute") if key not in record]
     if missing and record_status(record) == "ok":
         raise ValueError(f"{path}:{number}: results record lacks {', '.join(missing)} (see docs/results.md)")
     for j, sample in enumerate(record.get("samples") or []):

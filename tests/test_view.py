@@ -262,6 +262,29 @@ def test_the_list_filters_searches_and_sorts(browser, page, runs):
 
 
 @needs_browser
+def test_abstained_answers_filter_and_p_correct_sorts(browser, tmp_path):
+    records = _voted(synthetic_records(30, 4, seed=5))
+    for i, r in enumerate(records):
+        vote = r["aggregations"]["weighted:verifier_yes_no"]
+        vote["p_correct"] = round((i * 7 % 30) / 30, 3)
+        vote["abstained"] = vote["p_correct"] < 0.2
+    out = tmp_path / "abstain.html"
+    assert CliRunner().invoke(view, [str(write_jsonl(tmp_path / "a.jsonl", records)), "--out", str(out)]).exit_code == 0
+    open_page(browser, out, "list")
+    browser.find_element("css selector", "#outcome-filter button[data-outcome=abstained]").click()
+    rows = browser.find_elements("css selector", "tr.problem-row")
+    abstained = [i for i, r in enumerate(records) if r["aggregations"]["weighted:verifier_yes_no"]["abstained"]]
+    assert sorted(int(row.get_attribute("data-index")) for row in rows) == abstained
+    browser.find_element("css selector", "#outcome-filter button[data-outcome=all]").click()
+    browser.find_element("css selector", "#sort-select option[value=conf-desc]").click()
+    first = browser.find_elements("css selector", "tr.problem-row")[0]
+    p = [r["aggregations"]["weighted:verifier_yes_no"]["p_correct"] for r in records]
+    assert int(first.get_attribute("data-index")) == p.index(max(p))
+    assert "p_correct" in browser.find_element("id", "problem-table").text
+    assert console_errors(browser) == []
+
+
+@needs_browser
 def test_a_beam_problem_shows_its_search_tree(browser, page, runs):
     records = load_run(runs["beam"])
     open_page(browser, page, "list")

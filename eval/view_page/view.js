@@ -161,7 +161,7 @@ function route() {
 
 // --- overview -----------------------------------------------------------------------------------------------
 function overviewPage() {
-  return el("div", { id: "overview" }, [
+  return el("div", { id: "overview-page" }, [
     section("Runs", [runCards()]),
     section("Summary", summaryTable()),
     section("Compute spent", [computeTable()]),
@@ -398,7 +398,7 @@ function listPage() {
   const run = RUNS[state.run];
   const keys = voteKeys(run);
   if (!keys.includes(state.vote)) state.vote = keys.includes(run.headline_vote) ? run.headline_vote : keys[0];
-  const root = el("div", { id: "list" });
+  const root = el("div", { id: "list-page" });
   const controls = el("div", { class: "controls" });
   const body = el("div");
   const redraw = () => { body.replaceChildren(listBody(run, filtered(run))); };
@@ -523,10 +523,10 @@ function listBody(run, rows) {
   });
   const pager = el("div", { class: "pager" }, [
     el("button", { id: "page-prev", disabled: state.page === 0, text: "‹ prev",
-      onclick: () => { state.page -= 1; document.getElementById("list").lastChild.replaceChildren(listBody(run, rows)); } }),
+      onclick: () => { state.page -= 1; document.getElementById("list-page").lastChild.replaceChildren(listBody(run, rows)); } }),
     el("span", { id: "page-info", text: `page ${state.page + 1} of ${pages} · ${rows.length} problems` }),
     el("button", { id: "page-next", disabled: state.page >= pages - 1, text: "next ›",
-      onclick: () => { state.page += 1; document.getElementById("list").lastChild.replaceChildren(listBody(run, rows)); } }),
+      onclick: () => { state.page += 1; document.getElementById("list-page").lastChild.replaceChildren(listBody(run, rows)); } }),
   ]);
   return el("div", {}, [pager, table(headers, trs, { id: "problem-table" })]);
 }
@@ -555,7 +555,7 @@ function problemPage(r, i) {
   ];
   if (p.status && p.status !== "ok") {
     parts.push(el("p", { class: "note", text: `not solved (${p.status}): ${JSON.stringify(p.failure || {})}` }));
-    return el("div", { id: "problem" }, parts);
+    return el("div", { id: "problem-page" }, parts);
   }
   const samplesHolder = el("div", { id: "samples" });
   const sampleView = { cls: null, holder: samplesHolder };
@@ -567,7 +567,7 @@ function problemPage(r, i) {
     block === "deepconf" ? "DeepConf waves" : "Adaptive rounds", adaptiveSection(run, p, block), { id: "adaptive-section" }));
   parts.push(section("Samples", [sampleControls(run, p, sampleView), samplesHolder]));
   drawSamples(run, p, sampleView);
-  return el("div", { id: "problem" }, parts);
+  return el("div", { id: "problem-page" }, parts);
 }
 
 function problemFacts(p) {
@@ -730,7 +730,8 @@ function treeSection(p) {
     if (!children.has(n.parent)) children.set(n.parent, []);
     children.get(n.parent).push(n.id);
   }
-  const leaves = new Set((p.samples || []).map((s) => s.node).filter((x) => x !== undefined));
+  const leafClass = new Map((p.samples || []).filter((s) => s.node !== undefined).map((s) => [s.node, s.answer_class]));
+  const leaves = new Set(leafClass.keys());
   const kept = nodes.filter((n) => n.kept).length, finished = nodes.filter((n) => n.finished).length;
   const rounds = p.search.rounds ?? Math.max(0, ...nodes.map((n) => n.round + 1));
   const pruned = nodes.filter((n) => n.parent !== null && n.parent !== undefined && !n.kept && !n.finished).length;
@@ -752,7 +753,7 @@ function treeSection(p) {
   // Iterative guard against very deep trees is unnecessary: depth is at most the number of steps.
   roots.forEach((n) => place(n.id, 0));
   const maxDepth = Math.max(1, ...depth.values());
-  const DX = Math.max(60, Math.min(140, 900 / maxDepth)), DY = 14, PAD = 20;
+  const DX = Math.max(60, Math.min(140, 900 / maxDepth)), DY = 11, PAD = 20;
   const W = PAD * 2 + maxDepth * DX + 40, H = PAD * 2 + Math.max(1, next) * DY;
   const X = (id) => PAD + depth.get(id) * DX, Y = (id) => PAD + y.get(id) * DY;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "tree-svg" });
@@ -764,7 +765,7 @@ function treeSection(p) {
   for (const n of nodes) {
     const isRoot = !byId.has(n.parent);
     const fill = isRoot ? "#24292f" : n.kept || n.finished ? scoreColourStrong(n.score) : "#fff";
-    const stroke = leaves.has(n.id) ? "#0969da" : scoreColourStrong(n.score);
+    const stroke = leaves.has(n.id) ? classColour(leafClass.get(n.id)) : scoreColourStrong(n.score);
     const shape = n.finished
       ? svg("rect", { x: X(n.id) - 5, y: Y(n.id) - 5, width: 10, height: 10, fill, stroke, "stroke-width": leaves.has(n.id) ? 3 : 1.5 })
       : svg("circle", { cx: X(n.id), cy: Y(n.id), r: isRoot ? 6 : 5, fill, stroke, "stroke-width": leaves.has(n.id) ? 3 : 1.5 });
@@ -775,8 +776,8 @@ function treeSection(p) {
     root.append(shape);
   }
   const legend = el("p", { class: "note", text: "left to right: rounds (steps); filled: kept (drawn, for particles) " +
-    "or finished, hollow: pruned; square: finished; blue ring: a returned sample's leaf; colour: the node's score " +
-    "(red low, green high)" });
+    "or finished, hollow: pruned; square: finished; thick ring: a returned sample's leaf, in its answer class's " +
+    "colour; fill: the node's score (red low, green high)" });
   return [summary, legend, el("div", { class: "tree-wrap" }, root), detail];
 }
 
