@@ -89,14 +89,14 @@ def fit_runs(
         raise ValueError(f"every one of the {len(records)} problems is held out: lower --holdout")
     fits = []
     for fit_kind in [k for k in (kind, VOTES_ONLY) if k]:
-        examples, labels, ids = answer_examples(fit_part, fit_kind)
+        examples, labels, _ = answer_examples(fit_part, fit_kind)
         if not examples:
             raise ValueError(
                 f"no record carries the score kind {fit_kind!r}; they carry {sorted(records[0]['samples'][0]['scores'])}"
             )
         fit = fit_logistic(examples, labels, fit_kind, l2=l2)
         fit.fitted_on = {
-            "problems": len(set(ids)),
+            "problems": len(fit_part),
             "answers": len(labels),
             "right": round(sum(labels) / len(labels), 4),
         }
@@ -119,7 +119,7 @@ def report(records: Sequence[dict[str, Any]], calibration: Calibration, kind: st
 
 
 def format_report(figures: dict[str, Any]) -> list[str]:
-    out = [f"held-out answers of {figures['vote']}:"]
+    out = [f"answers of {figures['vote']} that the fit did not see:"]
     out.append(f"  {'signal':<28}{'answers':>8}{'ECE':>7}{'AUROC':>7}{'AURC':>7}{'wrong>=.9':>10}")
     for name, m in figures["rows"].items():
         auroc = "-" if m["auroc"] is None else f"{m['auroc']:.3f}"
@@ -137,8 +137,16 @@ def format_report(figures: dict[str, Any]) -> list[str]:
 @click.command(cls=Command)
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Calibration file to write (JSON).")
+@click.option(
+    "--test",
+    "tests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Results of the same model to report on instead of a held-out part (repeatable): the fit is made on all of "
+    "RESULTS and checked on these files.",
+)
 @options(CalibrateOptions)
-def calibrate(results, out, **settings):
+def calibrate(results, out, tests, **settings):
     """Fit p_correct (the probability that an answer is right) on labelled RESULTS of `tts solve`.
 
     Prints the held-out part's reliability beside the uncalibrated mapping's, and writes the calibration that
@@ -147,9 +155,16 @@ def calibrate(results, out, **settings):
     o = build(CalibrateOptions, settings)
     records = load_labelled(results)
     kind = o.kind or records[0]["run"].get("headline_kind")
-    calibration, test_part = fit_runs(records, kind, o.holdout, o.l2)
-    fitted = len(records) - len(test_part)
-    click.echo(f"fitted on {fitted} problems of {len(results)} file(s); {len(test_part)} held out")
+    calibration, test_part = fit_runs(records, kind, 0.0 if tests else o.holdout, o.l2)
+    if tests:
+        test_part = load_labelled(tests)
+        click.echo(
+            f"fitted on {len(records)} problems of {len(results)} file(s); checked on {len(test_part)} of {len(tests)}"
+        )
+    else:
+        click.echo(
+            f"fitted on {len(records) - len(test_part)} problems of {len(results)} file(s); {len(test_part)} held out"
+        )
     if test_part:
         figures = report(test_part, calibration, kind, o.num_bins)
         for fit in calibration.fits:
@@ -159,7 +174,10 @@ def calibrate(results, out, **settings):
 
         plot = Path(o.plot or Path(out).with_suffix(".png"))
         lines = list(figures["reliability"].items())
-        if plot_reliability(lines, plot, f"Held-out reliability of {figures['vote']}") is not None:
+        if (
+            plot_reliability(lines, plot, f"Reliability of {figures['vote']} on answers the fit did not see")
+            is not None
+        ):
             click.echo(f"plot: {plot}")
     for fit in calibration.fits:
         fit.fitted_on["files"] = [Path(p).name for p in results]

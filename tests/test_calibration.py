@@ -223,7 +223,7 @@ def test_calibrate_fits_a_run_and_solve_uses_the_file(labelled_runs):
     folder, (first, second) = labelled_runs
     result = CliRunner().invoke(main, ["calibrate", str(first), "--out", str(folder / "cal.json"), "--holdout", "0.3"])
     assert result.exit_code == 0, result.output
-    assert "held-out answers of weighted:verifier_recompute" in result.output
+    assert "answers of weighted:verifier_recompute that the fit did not see" in result.output
     assert "p_correct (fitted)" in result.output and (folder / "cal.png").is_file()
     calibration = load_calibration(folder / "cal.json")
     assert [f.kind for f in calibration.fits] == [KIND, VOTES_ONLY]
@@ -241,6 +241,18 @@ def test_calibrate_fits_a_run_and_solve_uses_the_file(labelled_runs):
     p = [r["aggregations"][key]["p_correct"] for r in calibrated]
     assert p != [r["aggregations"][key]["p_correct"] for r in raw]  # the fit, not the uncalibrated mapping
     assert all(r["aggregations"][key]["abstained"] == (v < 0.5) for r, v in zip(calibrated, p))
+
+
+def test_calibrate_checks_a_fit_on_another_file(labelled_runs):
+    from tts_engine.cli import main
+
+    folder, (first, second) = labelled_runs
+    args = ["calibrate", str(first), "--test", str(second), "--out", str(folder / "whole.json")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "fitted on 48 problems of 1 file(s); checked on 40 of 1" in result.output
+    held = load_calibration(folder / "whole.json").fits[0].held_out
+    assert held["answers"] == 40 and 0 <= held["ece"] <= 1
 
 
 def test_calibrate_refuses_runs_without_references(tmp_path, labelled_runs):

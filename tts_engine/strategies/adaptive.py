@@ -177,7 +177,7 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
         reached = Counter(b["budget_reached"] for _, b in blocks)
         where = "budget reached: " + ", ".join(f"{k}: {v}" for k, v in sorted(reached.items()))
     else:
-        where = f"mean N used: {sum(b['n_used'] for _, b in blocks) / len(blocks):.1f}"
+        where = f"mean N used: {sum(b['n_used'] for _, b in blocks) / len(blocks):.1f}{_n_by_verdict(records)}"
     why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
     over = "" if first.get("confidence_over", "answered") == "answered" else " over all samples"
     signal = f"{first.get('stop_on', 'share')} of "
@@ -185,6 +185,22 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
         f"{strategy} ({signal}{first['confidence_from']}{over}, tau={first['tau']}): {where}; "
         f"stopped: {why}; generated tokens / problem: {spent:.1f}"
     ]
+
+
+def _n_by_verdict(records: Sequence[dict[str, Any]]) -> str:
+    """Mean N of the problems where the verifier accepted a sample (headline score >= .5) and of those where it
+    rejected every one: a stop that trusts the verifier spends more on the second."""
+    kind = next((r["run"].get("headline_kind") for r in records if "adaptive" in r), None)
+    if kind is None:
+        return ""
+    groups: dict[bool, list[int]] = {True: [], False: []}
+    for r in records:
+        if "adaptive" in r:
+            accepted = any(s["scores"].get(kind, 0.0) >= 0.5 for s in r["samples"])
+            groups[accepted].append(r["adaptive"]["n_used"])
+    text = {True: "where the verifier accepted a sample", False: "where it rejected every one"}
+    parts = [f"{text[key]}: {sum(v) / len(v):.1f} ({len(v)} problems)" for key, v in groups.items() if v]
+    return f" ({'; '.join(parts)})"
 
 
 def first_strategy(block: dict[str, Any]) -> str:
