@@ -297,8 +297,7 @@ function linePlot(opts) {
   if (y1 - y0 < 1e-6) { y0 = Math.max(0, y0 - 0.05); y1 = Math.min(1, y1 + 0.05); }
   const X = (v) => L + ((tx(v) - x0) / (x1 - x0)) * (W - L - R);
   const Y = (v) => T + (1 - (v - y0) / (y1 - y0)) * (H - T - B);
-  for (let i = 0; i <= 5; i++) {
-    const v = y0 + ((y1 - y0) * i) / 5;
+  for (const v of xTicksLinear(y0, y1)) {
     root.append(svg("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: "#eaeef2" }));
     root.append(svg("text", { x: L - 6, y: Y(v) + 4, "font-size": 11, "text-anchor": "end", text: v.toFixed(2) }));
   }
@@ -753,7 +752,7 @@ function treeSection(p) {
   // Iterative guard against very deep trees is unnecessary: depth is at most the number of steps.
   roots.forEach((n) => place(n.id, 0));
   const maxDepth = Math.max(1, ...depth.values());
-  const DX = Math.max(60, Math.min(140, 900 / maxDepth)), DY = 11, PAD = 20;
+  const DX = Math.max(60, Math.min(140, 900 / maxDepth)), DY = 14, PAD = 20;
   const W = PAD * 2 + maxDepth * DX + 40, H = PAD * 2 + Math.max(1, next) * DY;
   const X = (id) => PAD + depth.get(id) * DX, Y = (id) => PAD + y.get(id) * DY;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id: "tree-svg" });
