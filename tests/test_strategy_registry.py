@@ -155,3 +155,136 @@ def test_every_registered_strategy_answers_over_tts_serve(engine, problems):
             )
             assert reply.tts["strategy"] == name and reply.choices[0].message.content, name
             assert json.dumps(reply.tts["problems"][0]["compute"])  # what the problem spent is reported
+
+
+# --- the contract: settings that cannot collide, strategies from other packages ----------------------------
+def test_a_setting_declared_again_elsewhere_fails_at_registration_naming_both(monkeypatch):
+    strategies()
+    monkeypatch.setattr(registry, "_STRATEGIES", dict(registry._STRATEGIES))
+
+    @dataclass
+    class ClashConfig:
+        """A new strategy's own max_steps: the same option name as the step searches', another field."""
+
+        max_steps: int = 3
+
+    with pytest.raises(
+        ValueError, match="strategy 'clash'.*'max_steps'.*collides with strategy '(beam|dvts|particle)'"
+    ):
+        register_strategy("clash", config_type=ClashConfig)(ToyPlan)
+    assert "clash" not in registry._STRATEGIES
+
+
+def test_step_searches_share_their_step_settings_as_one_field():
+    from tts_engine.strategies.particle import ParticleConfig
+    from tts_engine.strategies.search.config import SearchConfig, StepSearchSettings
+
+    for name in ("max_steps", "step_aggregation", "step_delimiter", "prm_format"):
+        assert registry._declared_by(SearchConfig, name) is registry._declared_by(ParticleConfig, name)
+        assert registry._declared_by(ParticleConfig, name) is StepSearchSettings
+
+
+def test_declared_caps_and_request_fields_are_checked(monkeypatch):
+    strategies()
+    monkeypatch.setattr(registry, "_STRATEGIES", dict(registry._STRATEGIES))
+    with pytest.raises(ValueError, match="request_caps names"):
+        register_strategy("capped", config_type=ToyConfig, request_caps=(("toy_copies", "minutes"),))(ToyPlan)
+    with pytest.raises(ValueError, match=r"request_fields \['nope'\]"):
+        register_strategy("fielded", config_type=ToyConfig, request_fields=("nope",))(ToyPlan)
+
+
+PLUGIN = '''
+"""A strategy from another package: every sample at --cool-temperature, n even."""
+from dataclasses import dataclass, replace
+
+from tts_engine.strategies import register_strategy
+
+
+@dataclass
+class CoolConfig:
+    """Settings of the cool strategy."""
+
+    cool_temperature: float = 0.5
+    """cool: the temperature of every sample."""
+
+
+def even(config, n, strategy):
+    if n % 2:
+        raise ValueError(f"{strategy}: n must be even, got {n}")
+
+
+@register_strategy("cool", config_type=CoolConfig, help="Every sample at --cool-temperature.", n_rule=even)
+class CoolPlan:
+    name = "cool"
+
+    def __init__(self, engine, params, config):
+        self.engine, self.params = engine, replace(params, temperature=config.cool_temperature)
+        self.rows_per_problem = params.n
+        self.run_block = {**engine.run_info(self.params), "cool": {"temperature": config.cool_temperature}}
+
+    def solve(self, problems):
+        yield from self.engine.solve_batch(problems, self.params)
+'''
+
+
+@pytest.fixture
+def plugin_path(tmp_path, monkeypatch):
+    """A throwaway distribution, `tts-cool`, installed into a folder on the path: its entry point in the
+    `tts_engine.strategies` group names the module that registers `cool`. The registry is restored after."""
+    site = tmp_path / "site"
+    (site / "tts_cool").mkdir(parents=True)
+    (site / "tts_cool" / "__init__.py").write_text(PLUGIN)
+    info = site / "tts_cool-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tts-cool\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[tts_engine.strategies]\ncool = tts_cool\n")
+    strategies()
+    monkeypatch.setattr(registry, "_STRATEGIES", dict(registry._STRATEGIES))
+    monkeypatch.setattr(registry, "_PLUGINS_LOADED", False)
+    monkeypatch.syspath_prepend(str(site))
+    yield site
+    import sys
+
+    sys.modules.pop("tts_cool", None)
+
+
+def test_an_installed_package_adds_a_strategy_to_solve_engine_and_serve(plugin_path, engine, problems, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tts_engine.serve.process import ServerProcess
+
+    # Engine.solve, in this process: the entry point is loaded with the built-ins
+    records = engine.solve(problems, strategy="cool", n=2, max_new_tokens=16, progress=False)
+    assert [r["run"]["strategy"] for r in records] == ["cool", "cool"]
+    assert records[0]["run"]["temperature"] == 0.5 and records[0]["run"]["cool"] == {"temperature": 0.5}
+    with pytest.raises(ValueError, match="cool: n must be even, got 3"):
+        engine.solve(problems, strategy="cool", n=3)
+
+    # tts solve, a fresh process that sees the package only through the path
+    paths = [str(plugin_path), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}  # no empty entry: it would put the root's kernels/ first
+    out = tmp_path / "cool.jsonl"
+    command = [sys.executable, "-P", "-c", "from tts_engine.cli import main; main()", "solve", "--strategy", "cool"]
+    args = ["--cool-temperature", "0.25", "--n", "2", "--max-new-tokens", "16", "--limit", "2", "--out", str(out)]
+    done = subprocess.run([*command, *args, "--quiet"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [r["run"]["cool"]["temperature"] for r in read_results(out)] == [0.25, 0.25]
+
+    # tts serve, per request, through the official client
+    with ServerProcess(["--n", "2", "--max-new-tokens", "16"], env={"PYTHONPATH": env["PYTHONPATH"]}) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0)
+        assert "cool:tts-default" in [m.id for m in client.models.list().data]
+        reply = client.chat.completions.create(
+            model="tts-default",
+            messages=[{"role": "user", "content": problems[0].text}],
+            extra_body={"tts": {"strategy": "cool", "cool_temperature": 0.0}},
+        )
+        assert reply.tts["strategy"] == "cool" and reply.tts["problems"][0]["compute"]["generated_tokens"] > 0
+        with pytest.raises(openai.BadRequestError, match="cool: n must be even"):
+            client.chat.completions.create(
+                model="cool:tts-default",
+                messages=[{"role": "user", "content": problems[0].text}],
+                extra_body={"tts": {"n": 3}},
+            )

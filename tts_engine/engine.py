@@ -177,6 +177,7 @@ class Engine:
             config = entry.config_type()
         if config is not None and (entry.config_type is None or not isinstance(config, entry.config_type)):
             raise ValueError(f"strategy {entry.name!r} takes no {type(config).__name__} settings")
+        entry.check_n(params.n, config)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
         plan = entry.build(self, params, config, **extra)
         plan.run_block["headline_kind"] = entry.headline(self, config)

@@ -323,30 +323,32 @@ def tts_strategy(tts: dict, prefix: str | None, defaults: Defaults) -> str:
             param="tts.strategy",
         )
     strategy = strategy or prefix or defaults.strategy
-    own = config_fields(defaults.strategies[strategy].config_type)
+    own = request_fields(defaults.strategies[strategy])
     for key in tts:
         if key in TTS_FIELDS or key in own:
             continue
-        owners = [s for s, e in sorted(defaults.strategies.items()) if key in config_fields(e.config_type)]
+        owners = [s for s, e in sorted(defaults.strategies.items()) if key in request_fields(e)]
         where = f"a setting of {', '.join(owners)}" if owners else f"known: {sorted({*TTS_FIELDS, *own})}"
         raise ApiError(f"tts.{key}: strategy {strategy!r} takes no {key!r} ({where})", param=f"tts.{key}")
     return strategy
 
 
-def config_fields(config_type: type | None) -> dict[str, Any]:
-    """Field name -> annotation of a strategy's settings dataclass (none for fixed)."""
-    if config_type is None:
+def request_fields(entry) -> dict[str, Any]:
+    """Field name -> annotation of the settings a request may set for a strategy (its registry entry declares
+    which; none for fixed)."""
+    if entry.config_type is None:
         return {}
-    hints = typing.get_type_hints(config_type)
-    return {f.name: hints.get(f.name) for f in dataclasses.fields(config_type)}
+    hints = typing.get_type_hints(entry.config_type)
+    return {name: hints.get(name) for name in entry.requestable()}
 
 
 def strategy_config(tts: dict, strategy: str, n: int, defaults: Defaults) -> Any:
     """The server's settings of `strategy` with the request's overrides, validated by the dataclass itself."""
-    config_type = defaults.strategies[strategy].config_type
+    entry = defaults.strategies[strategy]
+    config_type = entry.config_type
     if config_type is None:
         return None
-    types = config_fields(config_type)
+    types = request_fields(entry)
     given = {k: v for k, v in tts.items() if k in types}
     for key, value in given.items():
         check_json_type(value, types[key], f"tts.{key}")
@@ -355,13 +357,12 @@ def strategy_config(tts: dict, strategy: str, n: int, defaults: Defaults) -> Any
     except (ValueError, TypeError) as err:
         raise ApiError(str(err), param=_param_named(str(err), list(types))) from None
     try:
-        if hasattr(config, "check_n"):  # rules across fields (a search's n is a multiple of beam_width)
-            config.check_n(n, strategy)
+        entry.check_n(n, config)  # the strategy's rule on n (a search's n is a multiple of beam_width)
     except ValueError as err:
         raise ApiError(f"tts.n: {err}", param="tts.n") from None
-    limits = (("max_n", defaults.max_samples), ("budgets", defaults.max_tokens))  # on what the request asks
-    for key, cap in limits:
-        value = given.get(key)
+    caps = {"samples": defaults.max_samples, "tokens": defaults.max_tokens}
+    for key, cap_name in entry.request_caps:  # on what the request asks
+        value, cap = given.get(key), caps[cap_name]
         if value is not None and max(value if isinstance(value, list) else [value], default=0) > cap:
             raise ApiError(f"tts.{key} may not pass {cap} on this server, got {_show(value)}", param=f"tts.{key}")
     return config

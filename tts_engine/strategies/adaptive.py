@@ -212,11 +212,16 @@ def _max_n(n: int, config: AdaptiveConfig) -> int:
     return config.max_n
 
 
+CAPS = (("max_n", "samples"), ("budgets", "tokens"))
+"""A request's max_n may not pass the server's most samples, nor its budgets the server's most new tokens."""
+
+
 @register_strategy(
     "adaptive-length",
     config_type=AdaptiveConfig,
     help="Continue the cut samples of unconfident problems budget by budget.",
     summary_lines=format_adaptive_summary,
+    request_caps=CAPS,
 )
 class AdaptiveLengthPlan:
     """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget."""
@@ -304,6 +309,7 @@ def _length_stop(
     help="Sample in waves until the vote is confident, up to max_n.",
     samples=_max_n,
     summary_lines=format_adaptive_summary,
+    request_caps=CAPS,
 )
 class AdaptiveNPlan:
     """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""

@@ -22,21 +22,22 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..params import SamplingParams
 from ..problems import Problem
 from .registry import register_strategy
 from .rounds import derive_seed
-from .search.config import SearchConfig, check_n_multiple
+from .search.config import SearchConfig, StepSearchSettings, check_n_multiple
 from .search.plan import step_headline, step_kinds
 from .search.runner import Group, Node, Search, Tree, build_records, new_trees
 from .search.strategies import GroupPlan
 
 
 @dataclass
-class ParticleConfig:
-    """How particle filtering grows, weighs and resamples its particles."""
+class ParticleConfig(StepSearchSettings):
+    """How particle filtering grows, weighs and resamples its particles (the step settings are every step
+    search's: `StepSearchSettings`)."""
 
     resample_temperature: float = 1.0
     """T of the resampling weights softmax(logit(score) / T): small T follows the scorer greedily, large T
@@ -46,31 +47,13 @@ class ParticleConfig:
     """1 is particle filtering; k > 1 is particle Gibbs: k sweeps of N/k particles, each after the first keeping
     a reference particle from the one before (N must be a multiple of k, with at least 2 particles a sweep)."""
 
-    max_steps: int = 40
-    """Most rounds (steps) of a sweep; in the last round particles are sampled to the end."""
-
-    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
-    """How a particle's step scores become the score that weighs it. Default: the step scorer's own (prod for a
-    checkpoint's own step checks, last for a PRM)."""
-
-    step_delimiter: str | None = None
-    """The stop string that ends a step. Default: the checkpoint's own `step_delimiter`."""
-
-    prm_format: str | None = None
-    """Format of a discriminative PRM (--verifier-kind prm). Default: detected from the checkpoint's config."""
-
     def __post_init__(self) -> None:
+        super().__post_init__()
         t = self.resample_temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
             raise ValueError(f"resample_temperature must be a number > 0, got {t!r}")
-        for name in ("sweeps", "max_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        # The step settings mean what they mean to beam search, and are checked there.
-        SearchConfig(
-            step_aggregation=self.step_aggregation, step_delimiter=self.step_delimiter, prm_format=self.prm_format
-        )
+        if isinstance(self.sweeps, bool) or not isinstance(self.sweeps, int) or self.sweeps < 1:
+            raise ValueError(f"sweeps must be an integer >= 1, got {self.sweeps!r}")
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N particles split into `sweeps` sweeps of at least 2 (a reference and a new one)."""
@@ -117,7 +100,6 @@ class ParticlePlan:
     name = "particle"
 
     def __init__(self, engine, params: SamplingParams, config: ParticleConfig, *, step_scorer=None):
-        config.check_n(params.n, self.name)
         delimiter = config.step_delimiter or engine.prompt_config.step_delimiter
         scorer = step_scorer or engine.step_scorer(delimiter, prm_format=config.prm_format)
         steps = SearchConfig(
@@ -237,6 +219,7 @@ def _path(tree: Tree, leaf: Node) -> list[Node]:
     help="Particle filtering (particle Gibbs with --sweeps > 1): particles resampled by their step scores.",
     verifier_kinds=step_kinds,
     headline=step_headline,
+    n_rule=ParticleConfig.check_n,
 )
 def particle_plan(engine, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
     return ParticlePlan(engine, params, config, **extra)

@@ -1,15 +1,26 @@
 """The registry of strategies: the one list that the CLI, the server, the run loop and the summary read.
 
-A strategy registers, in its own file, its name, its settings dataclass, its help line, how many samples a
-problem may hold, the score kinds its records carry and its summary lines (`register_strategy`); nothing else
-names it. Importing a module under `BUILTIN_STRATEGY_MODULES` registers the built-ins; any other module may
-register more (a test, a user's package) before `Engine.solve` is called.
+A strategy registers, in its own file, everything the rest of the code needs to know about it
+(`register_strategy`): its name, its settings dataclass, its help line, its rule on n, how many samples a problem
+may hold, which of its settings a server request may set and which server caps bound them, the score kinds its
+records carry and its summary lines. Nothing else names a strategy or one of its settings.
+
+Where strategies come from: the built-ins (`BUILTIN_STRATEGY_MODULES`), every module another installed
+distribution names in the entry-point group `tts_engine.strategies` (so `pip install my-strategy` adds
+`--strategy mine` to `tts solve`, `Engine.solve` and `tts serve`), and any module that registers one in-process.
+
+All strategies share one option namespace (`tts solve --max-steps`), so a setting may be shared only by being the
+same field: declared once in a settings base the strategies inherit (`StepSearchSettings`). A field of the same
+name declared anywhere else fails at registration, naming both strategies.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import logging
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Callable, Sequence
 
 from ..confidence import CONFIDENCE_KINDS
@@ -22,6 +33,13 @@ BUILTIN_STRATEGY_MODULES = (
     "tts_engine.strategies.particle",
 )
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
+ENTRY_POINT_GROUP = "tts_engine.strategies"
+"""Entry-point group of strategies from other packages: each entry names a module (or an object in one) whose
+import registers its strategies (`[project.entry-points."tts_engine.strategies"] mine = "my_pkg.strategy"`)."""
+SERVER_CAPS = ("samples", "tokens")
+"""What a request's setting may be capped by: the server's most samples per problem or most new tokens."""
+
+log = logging.getLogger(__name__)
 
 
 def _engine_kinds(engine, config) -> tuple[str, ...]:
@@ -39,6 +57,10 @@ def _n(n: int, config) -> int:
 
 def _no_lines(records: Sequence[dict[str, Any]]) -> list[str]:
     return []
+
+
+def _any_n(config, n: int, strategy: str) -> None:
+    """No rule on n beyond the sampling settings' own (an integer >= 1)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,26 @@ class StrategyEntry:
     """headline(engine, config) -> the score kind its headline votes use (default: the engine verifier's)."""
     summary_lines: Callable[[Sequence[dict[str, Any]]], list[str]] = _no_lines
     """summary_lines(records) -> what the run spent, for `tts solve`'s summary (e.g. adaptive's stop reasons)."""
+    n_rule: Callable[[Any, int, str], None] = _any_n
+    """n_rule(config, n, strategy) raises a ValueError naming the strategy when n does not suit the settings (a
+    search's n is a multiple of its beam width: `SearchConfig.check_n`); the server checks it before a request
+    joins a batch, `Engine.solve` before any generation."""
+    request_caps: tuple[tuple[str, str], ...] = ()
+    """(setting, cap) pairs: a request's value of the setting (a number, or a list's largest) may not pass the
+    server's cap, one of SERVER_CAPS (`max_n` by "samples", `budgets` by "tokens")."""
+    request_fields: tuple[str, ...] | None = None
+    """The settings a server request may set (default: every field of `config_type`)."""
+
+    def check_n(self, n: int, config: Any) -> None:
+        """n against the strategy's rule (a ValueError naming the strategy when it breaks it)."""
+        self.n_rule(config, n, self.name)
+
+    def requestable(self) -> tuple[str, ...]:
+        """The settings a request may set."""
+        if self.config_type is None:
+            return ()
+        names = tuple(f.name for f in dataclasses.fields(self.config_type))
+        return names if self.request_fields is None else tuple(n for n in names if n in self.request_fields)
 
 
 _STRATEGIES: dict[str, StrategyEntry] = {}
@@ -68,23 +110,83 @@ _STRATEGIES: dict[str, StrategyEntry] = {}
 
 def register_strategy(name: str, *, config_type: type | None = None, help: str = "", **declared: Any):
     """Class or function decorator: `build(engine, params, config, **extra) -> Plan` under `name`; `declared`
-    sets the entry's other fields (samples, verifier_kinds, headline, summary_lines)."""
+    sets the entry's other fields (samples, verifier_kinds, headline, summary_lines, n_rule, request_caps,
+    request_fields). A settings field that collides with another strategy's fails here."""
 
     def decorate(build):
         if name in _STRATEGIES and _STRATEGIES[name].build is not build:
             raise ValueError(f"strategy {name!r} is already registered")
         line = help or (build.__doc__ or "").split("\n")[0]
-        _STRATEGIES[name] = StrategyEntry(name, build, config_type, line, **declared)
+        entry = StrategyEntry(name, build, config_type, line, **declared)
+        check_entry(entry, [e for e in _STRATEGIES.values() if e.name != name])
+        _STRATEGIES[name] = entry
         return build
 
     return decorate
 
 
+def check_entry(entry: StrategyEntry, others: Sequence[StrategyEntry]) -> None:
+    """A new entry's declarations make sense, and none of its settings is another strategy's field of the same
+    name declared elsewhere (one flat option namespace: `--max-steps` must mean one thing)."""
+    fields = {f.name for f in dataclasses.fields(entry.config_type)} if entry.config_type else set()
+    for setting, cap in entry.request_caps:
+        if setting not in fields or cap not in SERVER_CAPS:
+            raise ValueError(
+                f"strategy {entry.name!r}: request_caps names ({setting!r}, {cap!r}); the setting must be a field of "
+                f"{getattr(entry.config_type, '__name__', None)} and the cap one of {SERVER_CAPS}"
+            )
+    unknown = sorted(set(entry.request_fields or ()) - fields)
+    if unknown:
+        raise ValueError(f"strategy {entry.name!r}: request_fields {unknown} are not fields of its settings")
+    for other in others:
+        if other.config_type is None or entry.config_type is None:
+            continue
+        for field_name in fields & {f.name for f in dataclasses.fields(other.config_type)}:
+            mine, theirs = _declared_by(entry.config_type, field_name), _declared_by(other.config_type, field_name)
+            if mine is not theirs:
+                raise ValueError(
+                    f"strategy {entry.name!r}'s setting {field_name!r} ({mine.__qualname__}) collides with strategy "
+                    f"{other.name!r}'s ({theirs.__qualname__}): every strategy shares one option namespace, so "
+                    f"rename it, or declare it once in a settings base both inherit"
+                )
+
+
+def _declared_by(cls: type, field_name: str) -> type:
+    """The class of `cls`'s MRO that declares the dataclass field `field_name`."""
+    return next(k for k in cls.__mro__ if field_name in k.__dict__.get("__annotations__", {}))
+
+
+_PLUGINS_LOADED = False
+
+
 def strategies() -> dict[str, StrategyEntry]:
-    """Every registered strategy, built-ins loaded."""
+    """Every registered strategy: the built-ins, then those of installed packages (entry points), then any
+    registered in-process."""
     for module in BUILTIN_STRATEGY_MODULES:
         importlib.import_module(module)
+    _load_plugins()
     return dict(_STRATEGIES)
+
+
+def _load_plugins() -> None:
+    """Import each module of the `tts_engine.strategies` entry-point group once. A plug-in that fails to load is
+    logged (naming it and its package) and left out: it never stops the built-ins from working. A setting that
+    collides with a built-in's (a ValueError from its registration) does stop the run: it would change what an
+    option means."""
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        package = point.dist.name if point.dist is not None else "?"
+        try:
+            point.load()
+        except ValueError as err:
+            raise ValueError(f"strategy plug-in {point.name!r} (package {package}): {err}") from None
+        except Exception as err:  # a broken plug-in: say which, go on
+            log.warning(
+                "strategy plug-in %r (%s, package %s) failed to load: %s", point.name, point.value, package, err
+            )
 
 
 def strategy_entry(name: str) -> StrategyEntry:

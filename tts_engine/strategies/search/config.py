@@ -1,4 +1,5 @@
-"""Settings of step-level search (`tts solve --strategy beam|dvts`): one dataclass, validated field by field."""
+"""Settings of step-level search: the fields every step search shares (`StepSearchSettings`, also particle
+filtering's base) and beam search / DVTS's own (`SearchConfig`), validated field by field."""
 
 from __future__ import annotations
 
@@ -22,7 +23,53 @@ def check_n_multiple(n: int, name: str, divisor: int, strategy: str) -> None:
 
 
 @dataclass
-class SearchConfig:
+class StepSearchSettings:
+    """The settings every step-level search shares (beam, DVTS, particle filtering): defined once here, so one
+    `--max-steps` means one thing to all of them."""
+
+    max_steps: int = 40
+    """Most rounds (steps); in the last round candidates are sampled to the end, so none is returned half-done."""
+
+    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
+    """How a candidate's step scores become the one score that ranks (or weighs) it: last step, minimum, product or
+    mean. Default: the step scorer's own (`aggregation`): prod for a checkpoint's own step checks, last for every
+    other scorer."""
+
+    step_delimiter: str | None = None
+    """The stop string that ends a step. Default: the checkpoint's own `step_delimiter` (tts_engine.json; a
+    blank line when it stores none)."""
+
+    prm_format: str | None = None
+    """Format of a discriminative PRM (--verifier-kind prm): qwen_prm, math_shepherd, rlhflow, skywork or a
+    registered one. Default: detected from the checkpoint's config."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
+            raise ValueError(f"max_steps must be an integer >= 1, got {self.max_steps!r}")
+        if self.step_aggregation is not None and self.step_aggregation not in STEP_AGGREGATIONS:
+            raise ValueError(f"step_aggregation must be one of {STEP_AGGREGATIONS}, got {self.step_aggregation!r}")
+        if self.step_delimiter is not None and not self.step_delimiter:
+            raise ValueError("step_delimiter must be a non-empty string, got ''")
+        if self.prm_format is not None:
+            from ...verifiers.prm import check_prm_format
+
+            check_prm_format(self.prm_format)
+
+    def for_scorer(self, scorer):
+        """These settings with the step aggregation the scorer asks for where none was given."""
+        if self.step_aggregation is not None:
+            return self
+        return replace(self, step_aggregation=getattr(scorer, "aggregation", "last"))
+
+    def rank(self, step_scores: list[float]) -> float:
+        """The score that ranks a candidate (0 for a candidate with no step yet)."""
+        if self.step_aggregation is None:
+            raise ValueError("step_aggregation is unset: rank with the settings of `for_scorer(scorer)`")
+        return aggregate_steps(step_scores, self.step_aggregation) if step_scores else 0.0
+
+
+@dataclass
+class SearchConfig(StepSearchSettings):
     """How beam search and DVTS grow, score and prune partial solutions (search-and-learn's defaults, except
     where noted)."""
 
@@ -34,53 +81,16 @@ class SearchConfig:
     """Greedy steps generated past each candidate only to score it (then dropped). 0 is plain beam search, as
     in the published beam-search and DVTS runs; k > 0 is Snell et al.'s lookahead search."""
 
-    max_steps: int = 40
-    """Most rounds (steps); in the last round candidates are sampled to the end, so none is returned half-done."""
-
-    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
-    """How a candidate's step scores become the one score that ranks it: last step, minimum, product or mean.
-    Default: the step scorer's own (`aggregation`): prod for a re-solving checkpoint's path scorer (the step by
-    step form of `verifier_path`), last for every other scorer."""
-
-    step_delimiter: str | None = None
-    """The stop string that ends a step. Default: the checkpoint's own `step_delimiter` (tts_engine.json; a
-    blank line when it stores none)."""
-
     filter_duplicates: bool = True
     """Keep one of several candidates with the same text when choosing the beams to extend."""
 
-    prm_format: str | None = None
-    """Format of a discriminative PRM (--verifier-kind prm): qwen_prm, math_shepherd, rlhflow, skywork or a
-    registered one. Default: detected from the checkpoint's config."""
-
     def __post_init__(self) -> None:
-        for name in ("beam_width", "max_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        super().__post_init__()
+        if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
+            raise ValueError(f"beam_width must be an integer >= 1, got {self.beam_width!r}")
         if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
             raise ValueError(f"lookahead must be an integer >= 0, got {self.lookahead!r}")
-        if self.step_aggregation is not None and self.step_aggregation not in STEP_AGGREGATIONS:
-            raise ValueError(f"step_aggregation must be one of {STEP_AGGREGATIONS}, got {self.step_aggregation!r}")
-        if self.step_delimiter is not None and not self.step_delimiter:
-            raise ValueError("step_delimiter must be a non-empty string, got ''")
-        if self.prm_format is not None:
-            from ...verifiers.prm import check_prm_format
-
-            check_prm_format(self.prm_format)
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N beams split into groups of M."""
         check_n_multiple(n, "beam_width", self.beam_width, strategy)
-
-    def for_scorer(self, scorer) -> SearchConfig:
-        """These settings with the step aggregation the scorer asks for where none was given."""
-        if self.step_aggregation is not None:
-            return self
-        return replace(self, step_aggregation=getattr(scorer, "aggregation", "last"))
-
-    def rank(self, step_scores: list[float]) -> float:
-        """The score that ranks a candidate (0 for a candidate with no step yet)."""
-        if self.step_aggregation is None:
-            raise ValueError("step_aggregation is unset: rank with the settings of `for_scorer(scorer)`")
-        return aggregate_steps(step_scores, self.step_aggregation) if step_scores else 0.0

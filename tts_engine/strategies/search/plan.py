@@ -30,7 +30,6 @@ class SearchPlan:
         *,
         step_scorer=None,
     ):
-        config.check_n(params.n, name)
         delimiter = config.step_delimiter or engine.prompt_config.step_delimiter
         scorer = step_scorer or engine.step_scorer(delimiter, prm_format=config.prm_format)
         config = config.for_scorer(scorer)
@@ -60,7 +59,12 @@ def step_headline(engine, config) -> str:
     return f"step_{(config.step_aggregation if config is not None else None) or engine.step_aggregation()}"
 
 
-SEARCH_ENTRY = {"config_type": SearchConfig, "verifier_kinds": step_kinds, "headline": step_headline}
+SEARCH_ENTRY = {
+    "config_type": SearchConfig,
+    "verifier_kinds": step_kinds,
+    "headline": step_headline,
+    "n_rule": SearchConfig.check_n,
+}
 
 
 @register_strategy("beam", help="Step-level beam search scored by a step scorer.", **SEARCH_ENTRY)
