@@ -155,7 +155,7 @@ def bench_recipe(name: str, args, scratch: Path) -> dict:
     given = settings(name, args, scratch / name)
     if name == "tango":
         from tts_engine.training.tango import TRAINERS
-        from tts_engine.training.tango_trainer import TangoConfig
+        from tts_engine.training.tango.trainer import TangoConfig
 
         # warm-up steps: the untimed ones and the first two timed; then generator x3, verifier x1 (ratio 3)
         schedule = {"warmup_steps": warmup + 2, "rl_steps": max(1, steps - 2)}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tts_engine.steps import step_end_tokens
-from tts_engine.training import tango_rewards as tr
+from tts_engine.training.tango import rewards as tr
 from tts_engine.verifiers.process import parse_verification
 
 
@@ -182,7 +182,7 @@ def test_balanced_pick_rebalances_rare_correct_solutions():
 
 def test_a_role_forgets_cached_keys_and_values_when_its_weights_change(tmp_path):
     from tts_engine.params import SamplingParams
-    from tts_engine.training.tango_trainer import Role
+    from tts_engine.training.tango.trainer import Role
 
     config = micro_config(tmp_path)
     role = Role(tmp_path / "init", tmp_path / "role", lr=1e-3)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tts_engine.training.tango_recompute import line_queries, outcome_bce
+from tts_engine.training.tango.recompute import line_queries, outcome_bce
 
 PROBLEM = "Compute left to right: 28*4-18+80."
 RIGHT = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
@@ -21,7 +21,7 @@ def test_each_line_is_written_after_the_solutions_earlier_lines():
 
 
 def test_a_verification_says_yes_only_when_it_wrote_every_line_as_the_solution_did():
-    from tts_engine.training.tango_recompute import sampled_verdicts
+    from tts_engine.training.tango.recompute import sampled_verdicts
 
     line = lambda text: SimpleNamespace(text=text)  # noqa: E731
     lines = [[line("820*400=211"), line("820*400=211")], [line("211-810=490"), line("211-810=390")]]  # (lines, V)
@@ -44,8 +44,8 @@ def test_the_sft_baseline_is_the_verdicts_cross_entropy_against_the_outcome():
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory, default_model_dir):
     """A trainer whose two models start from the embedded default (which already recomputes units digit first)."""
-    from tts_engine.training.tango_recompute import RecomputeTangoTrainer
-    from tts_engine.training.tango_trainer import TangoConfig
+    from tts_engine.training.tango.recompute import RecomputeTangoTrainer
+    from tts_engine.training.tango.trainer import TangoConfig
 
     root = tmp_path_factory.mktemp("tango_recompute")
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=4)
@@ -58,7 +58,7 @@ def trainer(tmp_path_factory, default_model_dir):
 def batch_of(trainer, solutions, truth):
     from tts_engine.backends.base import Sample
     from tts_engine.prompts import build_prompt
-    from tts_engine.training.tango_trainer import VerifierBatch
+    from tts_engine.training.tango.trainer import VerifierBatch
 
     prompt = build_prompt(trainer.gen.prompt_config, PROBLEM)
     vprompts = trainer.verify_prompts([SimpleNamespace(problem=PROBLEM)], [prompt], [solutions])
@@ -95,8 +95,8 @@ def test_process_rewards_read_each_lines_probability(trainer):
 def test_a_micro_run_trains_serves_and_resumes(tmp_path, default_model_dir):
     from tts_engine.prompts import PromptConfig
     from tts_engine.training.tango import train_tango
-    from tts_engine.training.tango_recompute import RecomputeTangoTrainer
-    from tts_engine.training.tango_trainer import TangoConfig
+    from tts_engine.training.tango.recompute import RecomputeTangoTrainer
+    from tts_engine.training.tango.trainer import TangoConfig
 
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=2)
     config = TangoConfig(
@@ -138,8 +138,8 @@ def test_the_table_reads_a_recompute_verifier_as_a_process_verifier(default_mode
 
 @pytest.mark.weights
 def test_the_rl_step_updates_the_verifier_on_groups_whose_verdicts_differ(tmp_path, monkeypatch, default_model_dir):
-    from tts_engine.training.tango_recompute import RecomputeTangoTrainer
-    from tts_engine.training.tango_trainer import TangoConfig
+    from tts_engine.training.tango.recompute import RecomputeTangoTrainer
+    from tts_engine.training.tango.trainer import TangoConfig
 
     micro = dict(prompts_per_step=2, group_size=2, verifier_problems=2, verifier_rollouts=2, verifier_group=16)
     config = TangoConfig(

@@ -21,7 +21,7 @@ from tts_engine.training.joint import JointConfig
 from tts_engine.training.loop import train_step
 from tts_engine.training.recompute import RecomputeConfig
 from tts_engine.training.sft import SFTConfig, sft_steps
-from tts_engine.training.tango_trainer import TangoConfig
+from tts_engine.training.tango.trainer import TangoConfig
 
 REPO = Path(__file__).resolve().parents[1]
 MICRO = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64, "max_position_embeddings": 256}
@@ -204,7 +204,7 @@ def test_the_device_aware_loop_on_auto_computes_what_explicit_cpu_computes(tmp_p
 
 def test_a_tango_role_samples_on_its_placement(tmp_path):
     from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
-    from tts_engine.training.tango_trainer import Role
+    from tts_engine.training.tango.trainer import Role
 
     source = save_tiny_checkpoint(tmp_path / "m", TinyModelConfig(**MICRO))
     role = Role(Path(source), tmp_path / "out", 1e-3, CPU)

@@ -64,7 +64,7 @@ def _register_trainers() -> None:
     from .joint import JointConfig
     from .recompute import RecomputeConfig
     from .sft import SFTConfig
-    from .tango_trainer import TangoConfig
+    from .tango import TangoConfig
 
     trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
     trainer_command(

@@ -31,12 +31,12 @@ from trl.trainer.utils import pad
 
 from tts_engine.backends.base import TokenizerMethods
 
-# What this module shares with the CPU trainers (training/rl.py, training/tango_rewards.py), kept in one place.
+# What this module shares with the CPU trainers (training/rl.py, training/tango/rewards.py), kept in one place.
 from tts_engine.metrics import balanced_accuracy
 from tts_engine.prompts import PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.verifiers.unified import single_token_id
 
-from .tango_rewards import class_weights
+from .tango.rewards import class_weights
 
 
 @dataclass

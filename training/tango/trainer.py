@@ -2,7 +2,7 @@
 
 Both start from the SFT checkpoint. The verifier is first warmed up by SFT of its output format on the
 generator's rollouts, never with step labels: verdicts from the rule-based outcome only
-(tango_rewards.warm_start_target). Then generator and verifier RL steps interleave, `ratio` generator steps per
+(rewards.warm_start_target). Then generator and verifier RL steps interleave, `ratio` generator steps per
 verifier step:
 
 - generator step: G rollouts per problem; outcome reward from the rule-based checker; the verifier (greedy)
@@ -16,8 +16,8 @@ Baselines from the same code and budget: `process_rewards=False` trains the gene
 (`"frozen"` keeps it as warmed up). Checkpoints: out_dir/generator, out_dir/verifier (both served by the engine,
 with their training state for resuming) and out_dir/verifier_warm (the verifier right after its warm-up).
 
-This module holds the config and the trainer of the `marks` form; `tango_recompute` extends the trainer for the
-recompute form, and `tango.train_tango` runs either.
+This module holds the config and the trainer of the `marks` form; `recompute` extends the trainer for the
+recompute form, and `run.train_tango` runs either.
 """
 
 from __future__ import annotations
@@ -41,18 +41,18 @@ from tts_engine.steps import split_steps, step_end_tokens
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 from tts_engine.verifiers.process import build_process_prompt, parse_verification
 
-from . import checkpoint as ckpt
-from . import tango_rewards as tr
-from .batching import completion_logprobs, pad_pairs
-from .config import SampleConfig
-from .device import CPU, Placement
-from .loop import optimizer_step
-from .rl import ALGORITHMS, advantages, sequence_advantages, token_policy_loss_chunks
+from .. import checkpoint as ckpt
+from ..batching import completion_logprobs, pad_pairs
+from ..config import SampleConfig
+from ..device import CPU, Placement
+from ..loop import optimizer_step
+from ..rl import ALGORITHMS, advantages, sequence_advantages, token_policy_loss_chunks
+from . import rewards as tr
 
 VERIFIER_MODES = ("rl", "sft", "frozen")
 VERIFIER_FORMS = ("marks", "recompute")
 """`marks`: one bare mark per step (`1:+`); `recompute`: each line recomputed units digit first
-(training/tango_recompute.py)."""
+(training/tango/recompute.py)."""
 
 
 @dataclass
@@ -80,7 +80,7 @@ class TangoConfig(SampleConfig):
     """"rl" (Tango), "sft" (SFT on outcome-labelled targets, the baseline) or "frozen" (as warmed up)."""
     verifier_form: str = setting("marks", choices=VERIFIER_FORMS)
     """What the verifier writes per step: "marks" (`1:+`) or "recompute" (each line recomputed units digit first,
-    `tango_recompute`)."""
+    `tango.recompute`)."""
     alpha_start: float = 0.1
     """Process-reward weight at the first generator step."""
     alpha_end: float = 0.001

@@ -1,7 +1,7 @@
 """Tango (arXiv 2505.15034), `tts train tango`: run (or resume) the co-training of a generator and a process verifier.
 
-The verifier's form picks the trainer: `marks` (`tango_trainer.TangoTrainer`, the shipped pair's) or `recompute`
-(`tango_recompute.RecomputeTangoTrainer`). Both share the config, the schedule and the roles of `tango_trainer`,
+The verifier's form picks the trainer: `marks` (`trainer.TangoTrainer`, the shipped pair's) or `recompute`
+(`recompute.RecomputeTangoTrainer`). Both share the config, the schedule and the roles of `trainer`,
 so neither trainer module imports this one.
 """
 
@@ -11,9 +11,9 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from .loop import run_steps
-from .tango_recompute import RecomputeTangoTrainer
-from .tango_trainer import TangoConfig, TangoTrainer
+from ..loop import run_steps
+from .recompute import RecomputeTangoTrainer
+from .trainer import TangoConfig, TangoTrainer
 
 TRAINERS = {"marks": TangoTrainer, "recompute": RecomputeTangoTrainer}
 """The trainer of each verifier form."""

@@ -27,10 +27,10 @@ from tts_engine.steps import split_steps
 from tts_engine.tasks.arith.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
 from tts_engine.verifiers.process import ParsedVerification
 
-from . import tango_rewards as tr
-from .batching import completion_logprobs, pad_pairs
-from .rl import advantages, sequence_advantages, token_policy_loss_chunks
-from .tango_trainer import TangoTrainer, VerifierBatch
+from ..batching import completion_logprobs, pad_pairs
+from ..rl import advantages, sequence_advantages, token_policy_loss_chunks
+from . import rewards as tr
+from .trainer import TangoTrainer, VerifierBatch
 
 STEP_ACCEPTED = 0.5
 """A step is judged right when the verifier gives its line at least this probability."""
