@@ -1,4 +1,4 @@
-"""Compute-vs-accuracy measurement: curves of every strategy, efficiency ratio, verifier metrics, plots.
+"""Compute-vs-accuracy measurement: curves of every aggregation, efficiency ratio, verifier metrics, plots.
 
     from tts_engine.eval import load_results, compute_curves
     curves = compute_curves(load_results("runs/math500.jsonl"), num_subsets=1000)

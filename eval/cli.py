@@ -35,12 +35,12 @@ class CurveOptions:
     title: str | None = None
     """Plot title (default: model, problem set, P and N)."""
     only: tuple[str, ...] = ()
-    """Plot only strategies whose name contains this word (repeatable; majority and pass@k are always drawn),
+    """Plot only aggregations whose name contains this word (repeatable; majority and pass@k are always drawn),
     e.g. --only verifier_yes_no --only likelihood."""
     no_plots: bool = False
     """Only curves.json and curves.csv."""
     all: bool = False
-    """Print every strategy's rows (every aggregation over every score kind), not only the headline rows."""
+    """Print every aggregation's rows (every aggregation over every score kind), not only the headline rows."""
 
     def __post_init__(self) -> None:
         if self.num_subsets < 1:
@@ -157,7 +157,7 @@ def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = Fals
 )
 @options(CurveOptions)
 def curve(results, out, labels, **settings):
-    """Compute-vs-accuracy curves of every strategy from RESULTS files (JSONL from `tts solve`).
+    """Compute-vs-accuracy curves of every aggregation from RESULTS files (JSONL from `tts solve`).
 
     For k = 1, 2, 4, ..., N: pass@k, and majority / weighted / best-of-N accuracy with k samples for every
     score kind, against samples, tokens and FLOPs per problem; the efficiency ratio against majority@N;
@@ -208,7 +208,7 @@ def bench(**settings):
     )
     engine.solve(
         items,
-        **params.solve_keywords(),
+        params,
         out=results_path,
         progress=not run.quiet,
     )

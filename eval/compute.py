@@ -4,7 +4,7 @@ A random k-subset of a problem's N samples holds, in expectation, exactly k x (m
 problem) generated tokens, so the figures are exact expectations, averaged over problems. The engine verifies
 each distinct text of a problem once (a repeat records 0 verifier tokens), so a subset pays a text's verifier
 tokens once if any of its m samples is in it: probability 1 - C(N - m, k) / C(N, k). Verifier tokens count for a
-strategy whose score kind needs a verifier pass; the likelihood score comes free with generation.
+aggregation whose score kind needs a verifier pass; the likelihood score comes free with generation.
 FLOPs = 2 x parameters x tokens (forward passes only; prompt tokens are not counted).
 """
 
@@ -20,13 +20,13 @@ FREE_SCORE_KINDS = ("likelihood",)
 """Score kinds that cost nothing beyond generation."""
 
 
-def score_kind_of(strategy: str) -> str | None:
+def score_kind_of(aggregation: str) -> str | None:
     """`weighted:verifier_yes_no` -> `verifier_yes_no`; `majority` and `pass@k` -> None."""
-    return strategy.split(":", 1)[1] if ":" in strategy else None
+    return aggregation.split(":", 1)[1] if ":" in aggregation else None
 
 
-def uses_verifier(strategy: str) -> bool:
-    kind = score_kind_of(strategy)
+def uses_verifier(aggregation: str) -> bool:
+    kind = score_kind_of(aggregation)
     return kind is not None and kind not in FREE_SCORE_KINDS
 
 
@@ -51,7 +51,7 @@ def expected_verifier_tokens(verifier_tokens: np.ndarray, text_ids: np.ndarray |
 
 
 def compute_axes(
-    strategy: str,
+    aggregation: str,
     ks: list[int],
     num_tokens: np.ndarray,
     verifier_tokens: np.ndarray,
@@ -61,7 +61,9 @@ def compute_axes(
     """Axis -> one value per k (flops None without a parameter count); token arrays and text ids are (P, N)."""
     k = np.asarray(ks, dtype=np.float64)  # (K,)
     generated = k * float(num_tokens.mean()) if num_tokens.size else np.zeros_like(k)
-    verifier = expected_verifier_tokens(verifier_tokens, text_ids, ks) if uses_verifier(strategy) else np.zeros_like(k)
+    verifier = (
+        expected_verifier_tokens(verifier_tokens, text_ids, ks) if uses_verifier(aggregation) else np.zeros_like(k)
+    )
     tokens = generated + verifier
     return {
         "samples": k.tolist(),

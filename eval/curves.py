@@ -1,4 +1,4 @@
-"""Compute-vs-accuracy curves of every strategy from one results table: the numbers behind `tts curve`.
+"""Compute-vs-accuracy curves of every aggregation from one results table: the numbers behind `tts curve`.
 
 For k = 1, 2, 4, ..., N: pass@k (exact, Chen et al.), and majority / weighted / best-of-N accuracy with k
 samples, the expectation over k-subsets of the N samples: exact over every subset when C(N, k) <= R, else
@@ -20,7 +20,7 @@ from .pass_at_k import pass_at_k
 from .prefix_voting import prefix_vote_accuracy
 from .subsets import SubsetDrawer, is_enumerated, subset_sizes, subsets_per_k
 from .table import ResultsTable
-from .voting import strategy_names, vote_accuracy_chunked
+from .voting import aggregation_names, vote_accuracy_chunked
 
 PASS_AT_K = "pass@k"
 IMPLS = ("auto", "prefix", "torch", "triton")
@@ -42,7 +42,7 @@ def per_problem_accuracy(
     rows = np.arange(p)[:, None]
     right = table.class_correct[rows, np.maximum(table.class_ids, 0)] & (table.class_ids >= 0)  # (P, N)
     num_correct = right.sum(axis=1)  # (P,)
-    names = [PASS_AT_K] + strategy_names(list(table.scores))
+    names = [PASS_AT_K] + aggregation_names(list(table.scores))
     out = {name: np.zeros((len(ks), p)) for name in names}
     use_prefix = impl == "prefix" or (impl == "auto" and not torch.cuda.is_available())
     walked = _walk_subsets(table, drawer, ks) if use_prefix else {}
@@ -65,7 +65,7 @@ def per_problem_accuracy(
 
 
 def _walk_subsets(table: ResultsTable, drawer: SubsetDrawer, ks: list[int]) -> dict[int, dict[str, np.ndarray]]:
-    """k -> strategy -> (P,) by prefix walks: one along the R random orders for every sampled k (their
+    """k -> aggregation -> (P,) by prefix walks: one along the R random orders for every sampled k (their
     prefixes), and one over all C(N, k) subsets for each enumerated k."""
     sampled = [k for k in ks if not is_enumerated(drawer.n, k, drawer.num_subsets)]
     args = (table.class_ids, table.class_correct, table.scores)
@@ -109,13 +109,13 @@ def compute_curves(
     exact = [is_enumerated(n, k, num_subsets) for k in ks]
     num_drawn = [subsets_per_k(n, k, num_subsets) for k in ks]
     accuracy = per_problem_accuracy(scored, ks, num_subsets=num_subsets, seed=seed, impl=impl)
-    strategies = {}
+    aggregations = {}
     for name, values in accuracy.items():
         entry = summarize_rows(values, num_drawn, [True] * len(ks) if name == PASS_AT_K else exact)
         entry["compute"] = compute_axes(
             name, ks, scored.num_tokens, scored.verifier_tokens, scored.num_parameters, scored.text_ids
         )
-        strategies[name] = entry
+        aggregations[name] = entry
     return {
         "label": label,
         "run": table.run,
@@ -127,9 +127,9 @@ def compute_curves(
         "k": ks,
         "exact": exact,
         "subsets_per_k": num_drawn,
-        "strategies": strategies,
-        "majority_at_n": strategies["majority"]["accuracy"][-1],
-        "efficiency": efficiency_table(strategies),
+        "aggregations": aggregations,
+        "majority_at_n": aggregations["majority"]["accuracy"][-1],
+        "efficiency": efficiency_table(aggregations),
         "groups": group_breakdown(scored, accuracy, num_drawn, exact),
         "problems": [
             {
@@ -143,12 +143,12 @@ def compute_curves(
     }
 
 
-def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def efficiency_table(aggregations: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Strategy -> axis -> efficiency ratio against majority@N (pass@k is an oracle and has none)."""
-    majority = strategies["majority"]
+    majority = aggregations["majority"]
     target = majority["accuracy"][-1]
     table = {}
-    for name, entry in strategies.items():
+    for name, entry in aggregations.items():
         if name == PASS_AT_K:
             continue
         table[name] = {}
@@ -167,12 +167,12 @@ def efficiency_table(strategies: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def group_breakdown(
     table: ResultsTable, accuracy: dict[str, np.ndarray], num_drawn: list[int], exact: list[bool]
 ) -> dict[str, dict[str, Any]]:
-    """Field -> value -> {num_problems, strategies: name -> accuracy/se per k}, for short categorical fields."""
+    """Field -> value -> {num_problems, aggregations: name -> accuracy/se per k}, for short categorical fields."""
     return {
         field_name: {
             value: {
                 "num_problems": int(mask.sum()),
-                "strategies": {
+                "aggregations": {
                     name: summarize_rows(per[:, mask], num_drawn, [True] * len(exact) if name == PASS_AT_K else exact)
                     for name, per in accuracy.items()
                 },

@@ -1,6 +1,6 @@
-"""The efficiency ratio: how much less compute a strategy needs to match majority voting at N.
+"""The efficiency ratio: how much less compute an aggregation needs to match majority voting at N.
 
-For a strategy, find the smallest compute at which its curve reaches majority@N's accuracy, interpolating
+For an aggregation, find the smallest compute at which its curve reaches majority@N's accuracy, interpolating
 accuracy linearly in log2(compute) between measured points, and divide majority's compute at N by it.
 
 "Reaches" allows for the Monte Carlo noise of the curve itself: a point whose accuracy is an estimate over random

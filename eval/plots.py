@@ -27,14 +27,14 @@ PLOTS = {
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def strategy_label(name: str) -> str:
+def aggregation_label(name: str) -> str:
     """`weighted:verifier_yes_no` -> `weighted (verifier_yes_no)`, for legends and tables."""
     if name == PASS_AT_K:
         return "pass@k (oracle: any sample right)"
     if ":" in name:
-        strategy, kind = name.split(":", 1)
+        aggregation, kind = name.split(":", 1)
         suffix = " - free baseline" if kind == "likelihood" else ""
-        return f"{strategy.replace('_', '-')} ({kind}){suffix}"
+        return f"{aggregation.replace('_', '-')} ({kind}){suffix}"
     return name
 
 
@@ -48,13 +48,13 @@ def line_styles(names: list[str]) -> dict[str, tuple[Any, str]]:
     styles = {"majority": ("black", "-"), PASS_AT_K: ("0.55", ":")}
     for name in names:
         if ":" in name:
-            strategy, kind = name.split(":", 1)
-            styles[name] = (colour[kind], "-" if strategy == "weighted" else "--")
+            aggregation, kind = name.split(":", 1)
+            styles[name] = (colour[kind], "-" if aggregation == "weighted" else "--")
     return styles
 
 
 def shown(name: str, only: list[str] | None) -> bool:
-    """Majority and pass@k always; other strategies when a word of `only` is part of the name (or no `only`)."""
+    """Majority and pass@k always; other aggregations when a word of `only` is part of the name (or no `only`)."""
     return name in ("majority", PASS_AT_K) or not only or any(word in name for word in only)
 
 
@@ -68,19 +68,19 @@ def plot_curves(
 ) -> Path | None:
     """Draw accuracy vs `axis` (samples, tokens or flops) for one or more curve sets; None if the axis is absent.
 
-    only: draw just the strategies whose names contain one of these words (e.g. ["verifier_yes_no"]).
+    only: draw just the aggregations whose names contain one of these words (e.g. ["verifier_yes_no"]).
     """
     if axis not in PLOTS:
         raise ValueError(f"axis must be one of {sorted(PLOTS)}, got {axis!r}")
-    if any(c["strategies"]["majority"]["compute"][axis] is None for c in curves):
+    if any(c["aggregations"]["majority"]["compute"][axis] is None for c in curves):
         return None
-    styles = line_styles(list(dict.fromkeys(name for c in curves for name in c["strategies"])))
-    many = len(curves) * len(curves[0]["strategies"]) > 9
+    styles = line_styles(list(dict.fromkeys(name for c in curves for name in c["aggregations"])))
+    many = len(curves) * len(curves[0]["aggregations"]) > 9
     fig, ax = plt.subplots(figsize=(13 if many else 10, 6.2), dpi=110)
     notes = []
     for index, c in enumerate(curves):
         prefix = f"{c['label']}: " if len(curves) > 1 else ""
-        for name, entry in c["strategies"].items():
+        for name, entry in c["aggregations"].items():
             if not shown(name, only):
                 continue
             colour, style = styles[name]
@@ -92,7 +92,7 @@ def plot_curves(
                 colour,
                 style,
                 MARKERS[index % len(MARKERS)],
-                prefix + strategy_label(name),
+                prefix + aggregation_label(name),
                 faint=name == PASS_AT_K,
             )
         notes.append(
@@ -171,10 +171,10 @@ def _draw_target(ax, c, axis, prefix, styles) -> str:
     lines = [f"{prefix}dashed line: majority@{c['num_samples']} = {target:.3f}"]
     if target <= 0:
         return lines[0] + "\n  no efficiency ratio: majority@N is 0"
-    for strategy in ("weighted", "best_of_n"):
-        best = best_efficiency(c, axis, strategy)
+    for aggregation in ("weighted", "best_of_n"):
+        best = best_efficiency(c, axis, aggregation)
         if best is None:
-            lines.append(f"  {strategy.replace('_', '-')}: no score kind reaches it")
+            lines.append(f"  {aggregation.replace('_', '-')}: no score kind reaches it")
             continue
         name, entry = best
         ax.plot(
@@ -187,16 +187,16 @@ def _draw_target(ax, c, axis, prefix, styles) -> str:
             linestyle="none",
             zorder=5,
         )
-        lines.append(f"  {strategy_label(name)} reaches it (X) with {entry['ratio']:.1f}x {unit}")
+        lines.append(f"  {aggregation_label(name)} reaches it (X) with {entry['ratio']:.1f}x {unit}")
     return "\n".join(lines)
 
 
-def best_efficiency(c: dict[str, Any], axis: str, strategy: str | None = None) -> tuple[str, dict[str, Any]] | None:
-    """The strategy (not majority; of one kind if given) with the largest efficiency ratio on `axis`, or None."""
+def best_efficiency(c: dict[str, Any], axis: str, aggregation: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The aggregation (not majority; of one kind if given) with the largest efficiency ratio on `axis`, or None."""
     found = [
         (name, e[axis])
         for name, e in c["efficiency"].items()
-        if name != "majority" and e[axis]["ratio"] and (strategy is None or name.startswith(strategy + ":"))
+        if name != "majority" and e[axis]["ratio"] and (aggregation is None or name.startswith(aggregation + ":"))
     ]
     return max(found, key=lambda item: item[1]["ratio"]) if found else None
 

@@ -2,7 +2,7 @@
 
 The random subsets of `subsets.py` are prefixes of R random orders of each problem's samples. Walking the
 orders one position at a time, each (problem, order) row keeps per-class tables (count, first sample index,
-score sum per score kind) and its running winner of each strategy: adding a sample of class c only improves
+score sum per score kind) and its running winner of each aggregation: adding a sample of class c only improves
 c's keys, so the new winner is the old one or c. At each k the winners are graded. This costs
 O(P x R x k_max) instead of the O(P x R x (sum of k) x C) of voting every subset from scratch, which is what
 makes MATH500-sized curves take seconds on a CPU.
@@ -34,7 +34,7 @@ def prefix_vote_accuracy(
     shared: np.ndarray,
     checkpoints: list[int],
 ) -> dict[int, dict[str, np.ndarray]]:
-    """k -> strategy -> (P,) mean correctness over R subsets: those of problem p are relabel[p, shared[r, :k]].
+    """k -> aggregation -> (P,) mean correctness over R subsets: those of problem p are relabel[p, shared[r, :k]].
 
     class_ids (P, N) int (-1: no answer); class_correct (P, C) bool; scores kind -> (P, N) in [0, 1] (NaN: 0);
     relabel (P, N) a permutation of 0..N-1 per problem; shared (R, K) rows of distinct sample indices,
@@ -81,7 +81,7 @@ def _walk(class_ids, class_correct, scores, relabel, shared, checkpoints):
     steps = _Steps((relabel + offsets).reshape(-1), offsets, shared)
     tiebreaks = np.zeros((width + 1) * m, dtype=np.int64)  # per (class, row): count | n-1-first, 0 if empty
     totals = [np.zeros((width + 1) * m, dtype=np.int64) for _ in kinds]  # per (class, row): score sums
-    keys = {name: np.zeros(m, dtype=np.int64) for name in _strategy_order(kinds)}  # (M,) running winners
+    keys = {name: np.zeros(m, dtype=np.int64) for name in _aggregation_order(kinds)}  # (M,) running winners
     column, low = np.arange(m), (1 << bits) - 1
     out: dict[int, dict[str, np.ndarray]] = {}
     for t in range(depth):
@@ -139,7 +139,7 @@ def _grade(key, name, class_ids, class_correct, r, bits) -> np.ndarray:
     return right.reshape(p, r).mean(axis=1)
 
 
-def _strategy_order(scores) -> list[str]:
+def _aggregation_order(scores) -> list[str]:
     return ["majority"] + [f"{s}:{kind}" for kind in scores for s in ("weighted", "best_of_n")]
 
 

@@ -29,10 +29,10 @@ def _problem_accuracy(classes, correct, scores, p, subsets) -> dict[str, float]:
         chosen = sorted(int(i) for i in subset)
         ids = [int(classes[i]) for i in chosen]
         for name in aggregation_keys(list(scores), CURVE_AGGREGATIONS):
-            strategy, _, kind = name.partition(":")
+            aggregation, _, kind = name.partition(":")
             kind = kind or None
             values = None if kind is None else [_score(scores[kind][p, i]) for i in chosen]
-            winner = vote_classes(strategy, ids, values).answer_class
+            winner = vote_classes(aggregation, ids, values).answer_class
             hits[name] = hits.get(name, 0) + int(winner >= 0 and bool(correct[winner]))
     return {name: count / len(subsets) for name, count in hits.items()}
 

@@ -1,4 +1,4 @@
-"""Writing curves out: curves.json (every number), curves.csv (one row per strategy and k), a text table."""
+"""Writing curves out: curves.json (every number), curves.csv (one row per aggregation and k), a text table."""
 
 from __future__ import annotations
 
@@ -10,9 +10,20 @@ import orjson
 
 from .compute import AXES
 from .efficiency import Z_TOLERANCE
-from .plots import strategy_label
+from .plots import aggregation_label
 
-CSV_COLUMNS = ("label", "group_field", "group_value", "strategy", "k", "exact", "accuracy", "se", "se_subsets", *AXES)
+CSV_COLUMNS = (
+    "label",
+    "group_field",
+    "group_value",
+    "aggregation",
+    "k",
+    "exact",
+    "accuracy",
+    "se",
+    "se_subsets",
+    *AXES,
+)
 
 
 def write_json(curves: list[dict[str, Any]], path: str | Path) -> Path:
@@ -24,17 +35,19 @@ def write_json(curves: list[dict[str, Any]], path: str | Path) -> Path:
 def csv_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     """All problems first, then each group of each breakdown field (no compute columns there)."""
     rows = []
-    sets = [("", "", c["strategies"])] + [
-        (field, value, group["strategies"]) for field, groups in c["groups"].items() for value, group in groups.items()
+    sets = [("", "", c["aggregations"])] + [
+        (field, value, group["aggregations"])
+        for field, groups in c["groups"].items()
+        for value, group in groups.items()
     ]
-    for group_field, group_value, strategies in sets:
-        for name, entry in strategies.items():
+    for group_field, group_value, aggregations in sets:
+        for name, entry in aggregations.items():
             for i, k in enumerate(c["k"]):
                 row = {
                     "label": c["label"],
                     "group_field": group_field,
                     "group_value": group_value,
-                    "strategy": name,
+                    "aggregation": name,
                     "k": k,
                     "exact": c["exact"][i] if name != "pass@k" else True,
                     "accuracy": entry["accuracy"][i],
@@ -58,14 +71,14 @@ def write_csv(curves: list[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
-def shown_strategies(c: dict[str, Any], every_row: bool) -> list[str]:
-    """The strategies a table prints: every one, or pass@k and the summary's headline rows (majority, the
+def shown_aggregations(c: dict[str, Any], every_row: bool) -> list[str]:
+    """The aggregations a table prints: every one, or pass@k and the summary's headline rows (majority, the
     headline kind's weighted and best-of-N, the likelihood baseline, the best confidence kind) at k = N."""
     if every_row:
-        return list(c["strategies"])
+        return list(c["aggregations"])
     from tts_engine.summary import headline_rows
 
-    at_n = {name: entry["accuracy"][-1] for name, entry in c["strategies"].items() if name != "pass@k"}
+    at_n = {name: entry["accuracy"][-1] for name, entry in c["aggregations"].items() if name != "pass@k"}
     return ["pass@k", *headline_rows(at_n, headline_of(c))]
 
 
@@ -75,37 +88,37 @@ def headline_of(c: dict[str, Any]) -> str | None:
     named = c["run"].get("headline_kind")
     if named:
         return named
-    kinds = [name.split(":", 1)[1] for name in c["strategies"] if name.startswith("weighted:")]
+    kinds = [name.split(":", 1)[1] for name in c["aggregations"] if name.startswith("weighted:")]
     return next((k for k in kinds if k.startswith(("verifier_", "process", "step_"))), None)
 
 
 def format_table(c: dict[str, Any], every_row: bool = False) -> str:
     """Accuracy per k, efficiency ratios and verifier metrics of one curve set, as plain text: the headline
-    strategies, or `every_row`."""
+    aggregations, or `every_row`."""
     ks = c["k"]
-    shown = shown_strategies(c, every_row)
-    width = max(30, *(len(strategy_label(n)) + 2 for n in shown))
+    shown = shown_aggregations(c, every_row)
+    width = max(30, *(len(aggregation_label(n)) + 2 for n in shown))
     lines = [
         f"== {c['label']}: {c['run'].get('model', 'unknown model')}, {c['num_problems_scored']} problems "
         f"with a reference, N = {c['num_samples']}, R = {c['num_subsets']} subsets per k",
         f"{'accuracy at k samples':<{width}}" + "".join(f"{k:>8}" for k in ks) + f"{'s.e.@N':>8}",
     ]
-    for name, entry in c["strategies"].items():
+    for name, entry in c["aggregations"].items():
         if name not in shown:
             continue
         lines.append(
-            f"{strategy_label(name):<{width}}"
+            f"{aggregation_label(name):<{width}}"
             + "".join(f"{a:>8.3f}" for a in entry["accuracy"])
             + f"{entry['se'][-1]:>8.3f}"
         )
-    generated = c["strategies"]["majority"]["compute"]["generated_tokens"][-1]
+    generated = c["aggregations"]["majority"]["compute"]["generated_tokens"][-1]
     lines.append(f"generated tokens per problem at k=N: {generated:,.0f}")
     lines.append(
         f"efficiency vs majority@{c['num_samples']} = {c['majority_at_n']:.3f} "
-        "(compute ratio majority@N / strategy at the same accuracy; a point estimated over random subsets "
+        "(compute ratio majority@N / aggregation at the same accuracy; a point estimated over random subsets "
         f"reaches it within {Z_TOLERANCE:g} of their standard errors)"
     )
-    lines.append(f"{'strategy':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
+    lines.append(f"{'aggregation':<{width}}{'reaches at k':>13}{'x samples':>11}{'x tokens':>10}  note")
     for name, axes in c["efficiency"].items():
         if name not in shown:
             continue
@@ -113,11 +126,13 @@ def format_table(c: dict[str, Any], every_row: bool = False) -> str:
         slack = f"within {samples['tolerance']:.2g} (2 s.e. of the subsets)" if samples.get("tolerance") else ""
         note = "; ".join(text for text in (slack, samples["note"]) if text)
         lines.append(
-            f"{strategy_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
+            f"{aggregation_label(name):<{width}}{_fmt(samples['reaches_at'], 13, '.1f')}"
             f"{_fmt(samples['ratio'], 11, '.2f')}{_fmt(tokens['ratio'], 10, '.2f')}  {note}"
         )
-    if len(shown) < len(c["strategies"]):
-        lines.append(f"({len(c['strategies']) - len(shown)} more strategies with --all; every one is in curves.json)")
+    if len(shown) < len(c["aggregations"]):
+        lines.append(
+            f"({len(c['aggregations']) - len(shown)} more aggregations with --all; every one is in curves.json)"
+        )
     lines.extend(format_groups(c, shown))
     lines.extend(format_kinds(c))
     lines.extend(format_verifier(c.get("verifier") or {}))
@@ -131,17 +146,17 @@ def format_kinds(c: dict[str, Any]) -> list[str]:
     from tts_engine.verifiers import score_kinds
 
     catalogue = score_kinds()
-    kinds = dict.fromkeys(name.split(":", 1)[1] for name in c["strategies"] if ":" in name)
+    kinds = dict.fromkeys(name.split(":", 1)[1] for name in c["aggregations"] if ":" in name)
     known = [kind for kind in kinds if kind in catalogue]
     return ["score kinds:"] + [f"  {kind}: {catalogue[kind].meaning}" for kind in known] if known else []
 
 
 def format_groups(c: dict[str, Any], names: list[str] | None = None) -> list[str]:
-    """Accuracy at k = N of the strategies `names` (default all) per value of each breakdown field (level,
+    """Accuracy at k = N of the aggregations `names` (default all) per value of each breakdown field (level,
     subject, ...)."""
     if not c["groups"]:
         return []
-    names = list(c["strategies"]) if names is None else names
+    names = list(c["aggregations"]) if names is None else names
     short = {
         name: name.replace("best_of_n", "bon").replace("weighted", "w").replace("verifier_", "v_") for name in names
     }
@@ -150,7 +165,7 @@ def format_groups(c: dict[str, Any], names: list[str] | None = None) -> list[str
     for field, groups in c["groups"].items():
         lines.append(f"{field:<24}{'problems':>9}" + "".join(f"{short[n]:>{width}}" for n in names))
         for value, group in groups.items():
-            cells = "".join(f"{group['strategies'][n]['accuracy'][-1]:>{width}.3f}" for n in names)
+            cells = "".join(f"{group['aggregations'][n]['accuracy'][-1]:>{width}.3f}" for n in names)
             lines.append(f"  {value:<22}{group['num_problems']:>9}" + cells)
     return lines
 

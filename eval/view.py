@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 
 PAGE_DIR = Path(__file__).with_name("view_page")
 """The page's template, style and script (package data)."""
-SEARCH_STRATEGIES = ("beam", "dvts", "particle")
-ADAPTIVE_BLOCKS = ("adaptive", "deepconf")
 DROPPED_FIELDS = ("prompt", "run")
 """Record fields the page does not carry per problem: the prompt repeats the problem, `run` is kept once per file."""
 CURVE_AXES = ("samples", "generated_tokens", "tokens")
@@ -139,13 +137,13 @@ def run_curves(records: Sequence[dict[str, Any]], label: str, num_subsets: int, 
         c = compute_curves(table_from_records(records), num_subsets=num_subsets, seed=seed, label=label)
     except ValueError as err:
         return {"error": str(err)}
-    strategies = {
+    aggregations = {
         name: {
             "accuracy": entry["accuracy"],
             "se": entry["se"],
             "compute": {axis: entry["compute"][axis] for axis in CURVE_AXES},
         }
-        for name, entry in c["strategies"].items()
+        for name, entry in c["aggregations"].items()
     }
     efficiency = {
         name: {axis: table[axis].get("ratio") for axis in ("samples", "tokens")}
@@ -155,7 +153,7 @@ def run_curves(records: Sequence[dict[str, Any]], label: str, num_subsets: int, 
         "k": c["k"],
         "num_subsets": num_subsets,
         "num_problems_scored": c["num_problems_scored"],
-        "strategies": strategies,
+        "aggregations": aggregations,
         "efficiency": efficiency,
         "majority_at_n": c["majority_at_n"],
         "notes": c["notes"],
@@ -202,11 +200,18 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def stopping_blocks(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The record blocks that say when and why a problem stopped (those holding `stopped_because`)."""
+    return list(
+        dict.fromkeys(k for r in records for k, v in r.items() if isinstance(v, dict) and "stopped_because" in v)
+    )
+
+
 def strategy_facts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A run's own figures beside the summary: how adaptive problems stopped and how much they used, or the size
     of a search's trees."""
     facts: dict[str, Any] = {}
-    for block in ADAPTIVE_BLOCKS:
+    for block in stopping_blocks(records):  # a strategy that stops problems says why in a block of its own
         blocks = [r[block] for r in records if isinstance(r.get(block), dict)]
         if blocks:
             facts["stopped because"] = dict(Counter(str(b.get("stopped_because")) for b in blocks).most_common())

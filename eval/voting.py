@@ -1,4 +1,4 @@
-"""Per-problem accuracy of every voting strategy over given subsets, batched through the subset-vote kernel.
+"""Per-problem accuracy of every voting aggregation over given subsets, batched through the subset-vote kernel.
 
 On a GPU (impl "auto" or "triton") the tensors go to CUDA and the Triton kernel votes; otherwise the
 kernel's plain-torch version does.
@@ -15,7 +15,7 @@ ELEMENTS_PER_CALL = 1 << 22
 """Problems go to the kernel in chunks of at most this many subset entries (P x R x k), bounding memory."""
 
 
-def strategy_names(score_kinds: list[str]) -> list[str]:
+def aggregation_names(score_kinds: list[str]) -> list[str]:
     """`majority`, then `weighted:<kind>` and `best_of_n:<kind>` for every score kind (results-format keys)."""
     return aggregation_keys(score_kinds, CURVE_AGGREGATIONS)
 

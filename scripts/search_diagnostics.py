@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from tts_engine.metrics import auroc
 from tts_engine.results import read_results
 from tts_engine.tasks.arith.chain import apply, is_task_problem, problem_steps, read_step_line
 
@@ -57,9 +58,9 @@ def node_steps(nodes: dict[int, dict[str, Any]], node: dict[str, Any], delimiter
     return steps
 
 
-def auroc(right: list[float], wrong: list[float]) -> float:
-    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
-    return wins / (len(right) * len(wrong))
+def separation(right: list[float], wrong: list[float]) -> float:
+    """AUROC of right against wrong scores (`tts_engine.metrics.auroc`: ties count 1/2)."""
+    return auroc(right + wrong, [True] * len(right) + [False] * len(wrong))
 
 
 def diagnose(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,9 +80,9 @@ def diagnose(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             right = [n for n, ok in zip(children, labels) if ok]
             wrong = [n for n, ok in zip(children, labels) if not ok]
             if right and wrong:
-                slot["auroc_rank"].append(auroc([n["score"] for n in right], [n["score"] for n in wrong]))
+                slot["auroc_rank"].append(separation([n["score"] for n in right], [n["score"] for n in wrong]))
                 last = lambda n: n["step_scores"][-1] if n["step_scores"] else 0.0  # noqa: E731
-                slot["auroc_step"].append(auroc([last(n) for n in right], [last(n) for n in wrong]))
+                slot["auroc_step"].append(separation([last(n) for n in right], [last(n) for n in wrong]))
             if right:
                 slot["pruned"].append(not any(n["kept"] or n["finished"] for n in right))
             if lost is None and (not right or not any(n["kept"] or n["finished"] for n in right)):

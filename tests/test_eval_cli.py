@@ -32,16 +32,16 @@ def test_curve_writes_json_csv_png_and_prints_a_table(results_file, tmp_path):
     assert c["label"] == "small_set" and c["k"] == [1, 2, 4, 8, 16] and c["num_problems_scored"] == 24
     kinds = ("likelihood", "verifier_vocab", "verifier_yes_no")
     expected = {"pass@k", "majority"} | {f"{s}:{k}" for s in ("weighted", "best_of_n") for k in kinds}
-    assert set(c["strategies"]) == expected
+    assert set(c["aggregations"]) == expected
     assert set(c["efficiency"]) == expected - {"pass@k"}
     assert set(c["verifier"]) == set(kinds) and 0.5 < c["verifier"]["verifier_yes_no"]["auroc"] <= 1
-    assert c["strategies"]["majority"]["compute"]["flops"][0] > 0
+    assert c["aggregations"]["majority"]["compute"]["flops"][0] > 0
     assert [p["id"] for p in c["problems"]] == [f"synthetic/{i}" for i in range(24)]
     rows = list(csv.DictReader((out / "curves.csv").open()))
     overall = [r for r in rows if r["group_field"] == ""]
     assert len(overall) == len(expected) * 5
-    first = next(r for r in overall if r["strategy"] == "majority" and r["k"] == "16")
-    assert float(first["accuracy"]) == pytest.approx(c["strategies"]["majority"]["accuracy"][-1])
+    first = next(r for r in overall if r["aggregation"] == "majority" and r["k"] == "16")
+    assert float(first["accuracy"]) == pytest.approx(c["aggregations"]["majority"]["accuracy"][-1])
     assert {r["group_field"] for r in rows} == {"", "level", "subject"}
     for name in ("accuracy_vs_samples.png", "accuracy_vs_tokens.png", "accuracy_vs_flops.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC
@@ -98,8 +98,8 @@ def test_curve_without_plots_or_verifier_scores(tmp_path):
     result = CliRunner().invoke(curve, [str(path), "--out-dir", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
     (c,) = json.loads((out / "curves.json").read_text())["curves"]
-    assert set(c["strategies"]) == {"pass@k", "majority"} and c["verifier"] == {}
-    assert c["strategies"]["majority"]["compute"]["flops"] is None
+    assert set(c["aggregations"]) == {"pass@k", "majority"} and c["verifier"] == {}
+    assert c["aggregations"]["majority"]["compute"]["flops"] is None
     assert not list(out.glob("*.png"))
 
 

@@ -106,12 +106,12 @@ def test_random_subset_estimate_is_near_the_exact_value():
     exact = compute_curves(table, num_subsets=1000)  # every subset of 8
     sampled = compute_curves(table, num_subsets=20, seed=1)  # k = 2, 4: 20 random subsets of 28 / 70
     assert sampled["exact"] == [True, False, False, True] and exact["exact"] == [True] * 4
-    for name, entry in sampled["strategies"].items():
+    for name, entry in sampled["aggregations"].items():
         if name == "pass@k":  # exact at every k
-            assert entry["accuracy"] == pytest.approx(exact["strategies"][name]["accuracy"])
+            assert entry["accuracy"] == pytest.approx(exact["aggregations"][name]["accuracy"])
             continue
         for i in (1, 2):
-            gap = abs(entry["accuracy"][i] - exact["strategies"][name]["accuracy"][i])
+            gap = abs(entry["accuracy"][i] - exact["aggregations"][name]["accuracy"][i])
             assert entry["se_subsets"][i] > 0
             assert gap < 4 * entry["se_subsets"][i] + 1e-12, (name, i, gap)
 
@@ -161,7 +161,7 @@ def test_subsets_are_uniform_distinct_and_stable_per_problem():
 def test_standard_errors():
     table = table_from_records(synthetic_records(40, 8, seed=2))
     c = compute_curves(table, num_subsets=10)
-    for name, entry in c["strategies"].items():
+    for name, entry in c["aggregations"].items():
         per_problem = np.array([problem["accuracy"][name] for problem in c["problems"]])  # (P, K)
         np.testing.assert_allclose(entry["accuracy"], per_problem.mean(axis=0))
         np.testing.assert_allclose(entry["se"], per_problem.std(axis=0, ddof=1) / np.sqrt(40))
@@ -177,7 +177,7 @@ def test_group_breakdown_averages_the_problems_of_each_group():
     for value, group in levels.items():
         members = [p for p in c["problems"] if str(p["fields"]["level"]) == value]
         expected = np.mean([p["accuracy"]["majority"] for p in members], axis=0)
-        np.testing.assert_allclose(group["strategies"]["majority"]["accuracy"], expected)
+        np.testing.assert_allclose(group["aggregations"]["majority"]["accuracy"], expected)
     assert set(c["groups"]["subject"]) == {"Algebra", "Geometry", "Number Theory", "Precalculus"}
 
 
@@ -195,11 +195,11 @@ def test_compute_axes():
     )
     c = compute_curves(table)
     per_sample = tokens.mean()  # 15 generated tokens per sample
-    majority = c["strategies"]["majority"]["compute"]
+    majority = c["aggregations"]["majority"]["compute"]
     assert majority["generated_tokens"] == pytest.approx([per_sample * k for k in (1, 2, 4)])
     assert majority["verifier_tokens"] == [0, 0, 0]
-    assert c["strategies"]["weighted:likelihood"]["compute"]["tokens"] == majority["tokens"]
-    verified = c["strategies"]["weighted:verifier_yes_no"]["compute"]
+    assert c["aggregations"]["weighted:likelihood"]["compute"]["tokens"] == majority["tokens"]
+    verified = c["aggregations"]["weighted:verifier_yes_no"]["compute"]
     assert verified["tokens"] == pytest.approx([(per_sample + 100) * k for k in (1, 2, 4)])
     assert verified["flops"] == pytest.approx([2 * 1000 * (per_sample + 100) * k for k in (1, 2, 4)])
 

@@ -80,13 +80,13 @@ def test_efficiency_table_on_constructed_curves():
 
 def test_curves_efficiency_uses_majority_at_n():
     c = compute_curves(table_from_records(synthetic_records(60, 16, seed=3)), num_subsets=100)
-    target = c["strategies"]["majority"]["accuracy"][-1]
+    target = c["aggregations"]["majority"]["accuracy"][-1]
     assert c["majority_at_n"] == target
     for name, axes in c["efficiency"].items():
         reached = axes["samples"]["reaches_at"]
         if reached is not None:
             assert 1 <= reached <= 16 and axes["samples"]["ratio"] == pytest.approx(16 / reached)
-            assert max(c["strategies"][name]["accuracy"]) >= target - 1e-12
+            assert max(c["aggregations"][name]["accuracy"]) >= target - 1e-12
 
 
 def test_average_ranks_share_ties():

@@ -56,7 +56,7 @@ def test_the_payload_reuses_the_curves_summary_and_reliability(tmp_path):
     run = build_payload([path], num_subsets=50)["runs"][0]
     assert run["label"] == "run" and len(run["problems"]) == 12
     assert run["curves"]["k"] == [1, 2, 4, 8]
-    majority = run["curves"]["strategies"]["majority"]
+    majority = run["curves"]["aggregations"]["majority"]
     assert len(majority["accuracy"]) == len(majority["se"]) == 4
     assert run["summary"]["accuracy"]["majority"] == pytest.approx(majority["accuracy"][-1], abs=1e-3)
     kinds = {line["name"] for line in run["reliability"]}

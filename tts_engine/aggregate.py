@@ -119,7 +119,6 @@ AGGREGATIONS: dict[str, Callable] = {
 }
 """The aggregation rules every record carries, by name ("strategy" names a run mode: fixed, adaptive-n, beam,
 ...). Every rule: (class ids, scores or None) -> (winning class, per-class totals, per-class counts)."""
-STRATEGIES = AGGREGATIONS  # deprecated alias, kept for one release
 
 
 def aggregation_rule(name: str) -> Callable:

@@ -100,8 +100,8 @@ def solve(problems, **settings):
     click.echo(f"problems: {problems_path} ({len(items)}), n={entry.samples(params.n, config)}", err=True)
     records = engine.solve(
         items,
+        params,
         strategy=run.strategy,
-        **params.solve_keywords(),
         out=run.out,
         progress=not run.quiet,
         config=config,

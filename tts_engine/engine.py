@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -16,16 +16,11 @@ from .confidence import confidence_scores
 from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
-from .verifiers import SCORE_NORMS, likelihood_score, make_verifier, score_each_text_once
-from .verifiers.registry import judges_steps
+from .results import problem_record
+from .verifiers import SCORE_NORMS, likelihood_score, score_each_text_once
+from .verifiers.choose import build_verifier, verifier_kind
 
 log = logging.getLogger(__name__)
-
-VERIFIERS = ("own", "process", "prm", "none")
-"""Verifier kinds: the checkpoint's own check (its `verify_form`: yes/no, recompute, resolve, ...), a process
-verifier, a discriminative PRM, or none (likelihood only)."""
-RENAMED_VERIFIERS = {"unified": "own"}
-"""Earlier names of verifier kinds, still accepted with a warning."""
 
 
 class Engine:
@@ -50,11 +45,7 @@ class Engine:
         from .backends import make_backend
         from .models import resolve_model
 
-        if verifier in RENAMED_VERIFIERS:
-            log.warning("verifier kind %r is now called %r", verifier, RENAMED_VERIFIERS[verifier])
-            verifier = RENAMED_VERIFIERS[verifier]
-        if verifier not in VERIFIERS:
-            raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
+        verifier = verifier_kind(verifier, verifier_model)
         if score_norm not in SCORE_NORMS:
             raise ValueError(f"score_norm must be one of {SCORE_NORMS}, got {score_norm!r}")
         if grader not in GRADERS:
@@ -71,31 +62,16 @@ class Engine:
             from .answers import LLMJudge
 
             self.judge = LLMJudge(make_backend(backend, str(judge_model), **(backend_options or {})))
-        if verifier == "process" and verifier_model is None:
-            raise ValueError(
-                "verifier 'process' needs a process verifier checkpoint: pass verifier_model "
-                "(--verifier-model PATH; the shipped one is tts_engine/assets/tango/verifier)"
-            )
-        if verifier == "prm" and verifier_model is None:
-            raise ValueError("verifier kind 'prm' needs a PRM checkpoint: pass verifier_model (--verifier-model PATH)")
         self.verifier_kind, self.verifier_model = verifier, verifier_model
-        self.verifier = None
-        if verifier in ("own", "process"):
-            scorer = self.backend
-            if verifier_model is not None:
-                scorer = make_backend(backend, str(verifier_model), **(backend_options or {}))
-            config = PromptConfig.load(verifier_model) if verifier_model is not None else self.prompt_config
-            config = config.with_check_options(check_options or {})
-            if verifier == "process" and not judges_steps(config.verify_form):  # the generated-verdict form
-                from .verifiers.process import ProcessVerifier
-
-                self.verifier = ProcessVerifier(
-                    scorer, config, aggregation=process_aggregation, temperature=config.check_temperature
-                )
-            else:
-                self.verifier = make_verifier(scorer, config)
-        named = self.verifier.name if self.verifier else verifier
-        self.verifier_name = f"process:{process_aggregation}" if named == "process" else named
+        self.verifier, self.verifier_name = build_verifier(
+            verifier,
+            self.backend,
+            self.prompt_config,
+            verifier_model=verifier_model,
+            make_backend=lambda path: make_backend(backend, path, **(backend_options or {})),
+            check_options=check_options,
+            process_aggregation=process_aggregation,
+        )
         self.calibration = find_calibration(calibration, [verifier_model, self.model_path], self.headline_kind)
 
     @property
@@ -137,6 +113,7 @@ class Engine:
     def solve(
         self,
         problems: Sequence[Problem],
+        params: SamplingParams | None = None,
         *,
         strategy: str = "fixed",
         config: Any = None,
@@ -151,12 +128,13 @@ class Engine:
         abstain_below: float | None = None,
         **sampling: Any,
     ) -> list[dict[str, Any]]:
-        """Solve every problem with one strategy (`tts_engine.strategies.strategies()`: fixed, adaptive-length,
-        adaptive-n, deepconf, beam, dvts, particle, ...); records in input order, written to `out` as each problem finishes
-        (a rerun with the same `out` resumes).
+        """Solve every problem with one strategy (`tts_engine.strategies.strategies()`); records in input order,
+        written to `out` as each problem finishes (a rerun with the same `out` resumes).
 
-        `sampling` are `SamplingParams` fields (n, temperature, top_p, max_new_tokens, seed, top_logprobs,
-        confidence_window, confidence_tail; n defaults to 16 here); `config` is the strategy's settings object
+        How samples are drawn: `params` (a `SamplingParams`; its stop strings are added to the model's own), or
+        its fields as keywords in `sampling` (n, temperature, top_p, max_new_tokens, seed, top_logprobs,
+        confidence_window, confidence_tail; n defaults to 16 here, SOLVE_DEFAULTS), not both. The strategy sees
+        this engine through a `StrategyContext` only. `config` is the strategy's settings object
         (its registered type, defaults when None); `step_scorer` replaces a search's step scorer (any
         `StepScorer`); `on_record` sees each record as its problem finishes; `stop` adds stop strings to the
         model's own; `on_progress` sees a `RoundProgress` for every problem still open after a round of the
@@ -169,19 +147,24 @@ class Engine:
         Every vote carries `p_correct`, the probability that its answer is right (`tts_engine.calibration`); with
         `abstain_below` a vote whose p_correct is below it is marked `abstained` (it counts as not answered)."""
         from .run import run_plan
+        from .strategies.context import StrategyContext
         from .strategies.registry import record_kinds, strategy_entry
 
         entry = strategy_entry(strategy)
-        params = solve_params(stop=list(dict.fromkeys((*self.prompt_config.stop, *stop))), **sampling)
+        if params is not None and sampling:
+            raise TypeError(f"Engine.solve takes params or sampling keywords, not both (got {sorted(sampling)})")
+        params = params if params is not None else solve_params(**sampling)
+        params = replace(params, stop=list(dict.fromkeys((*self.prompt_config.stop, *params.stop, *stop))))
+        context = StrategyContext(self)
         if config is None and entry.config_type is not None:
             config = entry.config_type()
         if config is not None and (entry.config_type is None or not isinstance(config, entry.config_type)):
             raise ValueError(f"strategy {entry.name!r} takes no {type(config).__name__} settings")
         entry.check_n(params.n, config)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
-        plan = entry.build(self, params, config, **extra)
-        plan.run_block["headline_kind"] = entry.headline(self, config)
-        kinds = record_kinds(self, strategy, config, params.top_logprobs)
+        plan = entry.build(context, params, config, **extra)
+        plan.run_block["headline_kind"] = entry.headline(context, config)
+        kinds = record_kinds(context, strategy, config, params.top_logprobs)
         plan.run_block["calibration"] = self.calibration.describe(kinds)
         if check_abstain_below(abstain_below) is not None:
             plan.run_block["abstain_below"] = abstain_below
@@ -315,26 +298,23 @@ class Engine:
             if verifier_status not in (None, "ok"):
                 sample_records[-1]["verifier_status"] = verifier_status
             sample_records[-1].update(check)
-        record = {
-            "id": problem.id,
-            "problem": problem.text,
-            "reference": problem.reference,
-            "fields": problem.fields,
-            "prompt": prompt,
-            "samples": sample_records,
-            "classes": [
+        record = problem_record(
+            problem,
+            prompt=prompt,
+            samples=sample_records,
+            classes=[
                 {"answer": rep, "size": size, "correct": grade}
                 for rep, size, grade in zip(classes.representatives, classes.sizes(), class_grades)
             ],
-            "aggregations": vote_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
-            "compute": {
+            aggregations=vote_predictions(sample_records, class_grades, has_reference=problem.reference is not None),
+            compute={
                 "prompt_tokens": samples[0].num_prompt_tokens if samples else 0,
                 "generated_tokens": sum(s.num_tokens for s in samples),
                 "verifier_tokens": sum(r["verifier_tokens"] for r in sample_records),
             },
-            "run": self.run_info(params),
-            "time_s": round(elapsed, 4),
-        }
+            run=self.run_info(params),
+            time_s=round(elapsed, 4),
+        )
         self.calibration.annotate(record)
         return record
 

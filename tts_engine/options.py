@@ -11,9 +11,9 @@ from typing import Any
 
 from .answers.grading import GRADERS
 from .backends import BACKENDS
-from .engine import RENAMED_VERIFIERS, VERIFIERS
 from .settings import Command, make_options, setting
 from .verifiers import SCORE_NORMS
+from .verifiers.choose import RENAMED_VERIFIERS, VERIFIERS
 from .verifiers.process import PROCESS_HEADLINES
 
 SAMPLING_EXCLUDE = ("stop",)

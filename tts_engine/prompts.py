@@ -132,14 +132,19 @@ def build_verify_prompt(config: PromptConfig, problem: str, prompt: str, solutio
 
     With a chat template, the solution closes the assistant turn and the question opens a new user turn.
     """
-    if config.use_chat_template and backend is not None:
-        messages = [
-            {"role": "system", "content": config.system_prompt},
-            {"role": "user", "content": problem},
-            {"role": "assistant", "content": solution},
-            {"role": "user", "content": VERIFY_QUESTION},
-        ]
-        chat = backend.apply_chat_template(messages)
-        if chat is not None:
-            return chat
-    return prompt + solution + config.verify_suffix
+    chat = follow_up_chat(config, problem, solution, VERIFY_QUESTION, backend)
+    return chat if chat is not None else prompt + solution + config.verify_suffix
+
+
+def follow_up_chat(config: PromptConfig, problem: str, solution: str, question: str, backend=None) -> str | None:
+    """The chat form of a question about a solution: the solution closes the assistant turn and the question opens
+    a new user turn; None when the prompts are plain text or the model has no chat template."""
+    if not config.use_chat_template or backend is None:
+        return None
+    messages = [
+        {"role": "system", "content": config.system_prompt},
+        {"role": "user", "content": problem},
+        {"role": "assistant", "content": solution},
+        {"role": "user", "content": question},
+    ]
+    return backend.apply_chat_template(messages)

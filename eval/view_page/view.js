@@ -235,12 +235,12 @@ function computeTable() {
 
 // --- curves -------------------------------------------------------------------------------------------------
 function curvesSection() {
-  const withCurves = RUNS.filter((run) => run.curves && run.curves.strategies);
+  const withCurves = RUNS.filter((run) => run.curves && run.curves.aggregations);
   const notes = RUNS.filter((run) => run.curves && run.curves.error)
     .map((run) => el("p", { class: "note", text: `${run.label}: no curves: ${run.curves.error}` }));
   if (!withCurves.length) return notes.length ? notes : [el("p", { class: "note", text: "no curves" })];
   const names = [];
-  for (const run of withCurves) for (const n of Object.keys(run.curves.strategies)) if (!names.includes(n)) names.push(n);
+  for (const run of withCurves) for (const n of Object.keys(run.curves.aggregations)) if (!names.includes(n)) names.push(n);
   const shown = RUNS.length > 1 ? withCurves.map((run) => run.headline_vote) : withCurves[0].headline_rows;
   const chosen = new Set(["pass@k", "majority"].concat(shown).filter((n) => names.includes(n)));
   const plots = el("div", { class: "grid2", id: "curves" });
@@ -269,7 +269,7 @@ function curvesSection() {
 function curvePlot(runs, names, axis, xLabel) {
   const series = [];
   runs.forEach((run, r) => names.forEach((name) => {
-    const entry = run.curves.strategies[name];
+    const entry = run.curves.aggregations[name];
     if (!entry) return;
     const xs = entry.compute[axis] || [];
     series.push({

@@ -264,18 +264,20 @@ def make_server(engine, options, params, configs: dict[str, Any], model_name: st
     """The server state for `engine`: request defaults from `tts serve`'s options (`ServeOptions`, the sampling
     defaults `params`, the strategies' default settings `configs` by type name; a registered strategy's settings
     missing there get their defaults). Strategies, their settings and their score kinds come from the registry."""
+    from ..strategies.context import StrategyContext
     from ..strategies.registry import config_types, record_kinds, strategies
 
     entries = strategies()
     configs = {cls.__name__: configs.get(cls.__name__) or cls() for cls in config_types()}
     own = {name: configs[e.config_type.__name__] if e.config_type else None for name, e in entries.items()}
-    kinds = {name: record_kinds(engine, name, own[name], params.top_logprobs) for name in entries}
+    context = StrategyContext(engine)  # what a strategy's declarations see of the engine
+    kinds = {name: record_kinds(context, name, own[name], params.top_logprobs) for name in entries}
     if options.score_kind is not None and options.score_kind not in kinds[options.strategy]:
         raise ValueError(
             f"invalid value for --score-kind: must be one of {list(kinds[options.strategy])}, got {options.score_kind!r}"
         )
     score_kind = {
-        name: options.score_kind if options.score_kind in kinds[name] else (e.headline(engine, own[name]) or None)
+        name: options.score_kind if options.score_kind in kinds[name] else (e.headline(context, own[name]) or None)
         for name, e in entries.items()
     }
     defaults = Defaults(

@@ -268,10 +268,9 @@ class Batcher:
 
         records = self.engine.solve(
             problems,
+            request.params,
             strategy=request.strategy,
             config=request.config,
-            **request.params.solve_keywords(),
-            stop=request.params.stop,
             progress=False,
             strict=True,  # a prompt that does not fit is the request's 400, never a record
             on_record=on_record,

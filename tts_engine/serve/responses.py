@@ -17,6 +17,7 @@ import uuid
 from typing import Any, Sequence
 
 from ..aggregate import NO_ANSWER, vote_classes
+from ..results import RECORD_KEYS
 from .schema import ApiError, SolveRequest
 
 
@@ -122,12 +123,8 @@ def as_choice(body: dict[str, Any], index: int, kind: str, *, stream: bool = Fal
     return {"index": index, ("delta" if stream else "message"): message, "logprobs": None, **body}
 
 
-ENGINE_RECORD_KEYS = frozenset(
-    ("id", "problem", "reference", "fields", "prompt", "samples", "classes", "aggregations", "compute", "run")
-    + ("time_s", "verify_time_s", "judged_pairs", "status", "failure")
-)
-"""What every results record holds (docs/results.md); any other key is its strategy's block (adaptive, deepconf,
-search, ...)."""
+ENGINE_RECORD_KEYS = frozenset(RECORD_KEYS)
+"""What every results record holds; any other key is its strategy's block (adaptive, deepconf, search, ...)."""
 
 
 def tts_block(request: SolveRequest, records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..params import SamplingParams
-from ..prompts import PromptConfig
+from ..prompts import PromptConfig, follow_up_chat
 from ..steps import split_steps
 from .base import BatchedScorer, SampleScore, StepScores, check_steps
 from .registry import register_score_kind
@@ -200,16 +200,9 @@ def build_process_prompt(
     config: PromptConfig, problem: str, prompt: str, solution: str, form: str, backend=None
 ) -> str:
     """prompt + solution + the step-checking request (a new user turn for chat models, in Tango's form)."""
-    if config.use_chat_template and backend is not None:
-        messages = [
-            {"role": "system", "content": config.system_prompt},
-            {"role": "user", "content": problem},
-            {"role": "assistant", "content": solution},
-            {"role": "user", "content": PROCESS_INSTRUCTION},
-        ]
-        chat = backend.apply_chat_template(messages)
-        if chat is not None:
-            return chat
+    chat = follow_up_chat(config, problem, solution, PROCESS_INSTRUCTION, backend)
+    if chat is not None:
+        return chat
     if form != "compact":
         return prompt + solution + "\n\n" + PROCESS_INSTRUCTION + "\n"
     return prompt + solution + config.check_suffix.replace("{problem}", problem)

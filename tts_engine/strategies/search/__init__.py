@@ -6,6 +6,6 @@ records = engine.solve(problems, strategy="beam", config=SearchConfig(beam_width
 
 from .config import STEP_AGGREGATIONS, SearchConfig
 from .runner import SCORE_KINDS
-from .strategies import SEARCH_STRATEGIES, GroupPlan
+from .strategies import GroupPlan
 
-__all__ = ["SearchConfig", "SEARCH_STRATEGIES", "GroupPlan", "STEP_AGGREGATIONS", "SCORE_KINDS"]
+__all__ = ["SearchConfig", "GroupPlan", "STEP_AGGREGATIONS", "SCORE_KINDS"]

@@ -5,13 +5,13 @@ pool, the best unfinished children are kept; a group ends once it holds `target`
 - **beam**: one group; the root gets N children, then the best ceil(still needed / M) <= N/M beams are kept.
 - **dvts** (diverse verifier tree search): N/M independent subtrees; each keeps only its best child (greedy),
   so the subtrees explore different parts of the tree.
-A new strategy is one function `(n, beam_width) -> list[GroupPlan]` in SEARCH_STRATEGIES.
+A new search is one function `(n, beam_width) -> list[GroupPlan]` and its registration beside beam's and dvts's
+(`plan.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,3 @@ def dvts_groups(n: int, beam_width: int) -> list[GroupPlan]:
         GroupPlan(root_children=beam_width, keep=1, branch=beam_width, target=beam_width)
         for _ in range(n // beam_width)
     ]
-
-
-SEARCH_STRATEGIES: dict[str, Callable[[int, int], list[GroupPlan]]] = {"beam": beam_groups, "dvts": dvts_groups}
