@@ -109,7 +109,9 @@ def main() -> None:
     rows: list = []
     print(f"{os.cpu_count()} CPUs; {args.workers} workers; python {sys.version.split()[0]}", flush=True)
     fixed = ["--seed", "0", "--quiet"]
-    outs = bench("bundled", "bundled", fixed, 200, folder, args.workers, rows)
+    from tts_engine.models import default_problems_path
+
+    outs = bench("bundled", str(default_problems_path()), fixed, 200, folder, args.workers, rows)
     check = compare(outs[f"tts launch --ray local --workers {args.workers}"], outs["tts solve"])
     print(check, flush=True)
     stragglers = str(straggler_set(folder / "stragglers.jsonl", args.per_kind))

@@ -187,9 +187,10 @@ def test_an_actor_that_cannot_build_its_engine_stops_the_run():
 
 
 # --- on a local cluster of 2 CPUs ------------------------------------------------------------------------
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """A local Ray cluster of 2 CPUs for the session (this process is its driver); its GCS address."""
+    """A local Ray cluster of 2 CPUs for these tests (this process is its driver), shut down after them; its GCS
+    address."""
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
@@ -225,7 +226,9 @@ def test_two_actors_write_the_records_of_tts_solve(ray_cluster, solved, tiny_mod
     got = by_id(out)
     same_records([got[r["id"]] for r in want], want)
     workers = re.findall(r"worker \d \(pid \d+ on .+?\): (\d+) problems", result.output)
-    assert len(workers) == 2 and sum(map(int, workers)) == 12  # each worker's throughput in the summary
+    ready = re.findall(r"worker \d \(pid \d+ on .+?\) ready", result.output)
+    # Each worker's throughput in the summary (on a busy machine one actor may start after the other solved all).
+    assert 1 <= len(workers) == len(ready) <= 2 and sum(map(int, workers)) == 12, result.output
     assert "majority" in result.output  # the summary of `tts solve`
 
 
@@ -235,11 +238,11 @@ def test_a_killed_actor_loses_nothing(ray_cluster, solved, tiny_model_dir, tmp_p
 
     def echo(line):
         notes.append(line)
-        match = re.search(r"worker 1 \(pid (\d+) on", line)
-        if match and line.endswith("ready") and not killed:
+        match = re.search(r"worker \d \(pid (\d+) on", line)
+        if match and line.endswith("ready") and not killed:  # the first worker ready: it holds a chunk soon
             killed.append(int(match.group(1)))
 
-    settings = RaySettings("auto", workers=2, chunk_size=1)  # worker 1 always holds a chunk
+    settings = RaySettings("auto", workers=2, chunk_size=1)  # a ready worker always holds a chunk
     runner = threading.Thread(
         target=launch_on_ray,
         args=(str(problems), str(out), [*solve_args(tiny_model_dir), "--quiet"], settings, echo, echo),
@@ -249,7 +252,8 @@ def test_a_killed_actor_loses_nothing(ray_cluster, solved, tiny_model_dir, tmp_p
     while not (killed and out.exists() and out.read_bytes().count(b"\n") >= 1) and time.time() < deadline:
         time.sleep(0.005)
     assert killed, notes
-    os.kill(killed[0], signal.SIGKILL)  # mid-run: the file holds some records, not all
+    os.kill(killed[0], signal.SIGKILL)
+    assert out.read_bytes().count(b"\n") < 12  # mid-run: the file holds some records, not all
     runner.join(timeout=120)
     assert not runner.is_alive()
     assert any("died with" in n for n in notes), notes
@@ -265,13 +269,13 @@ def test_a_killed_driver_resumes(ray_cluster, solved, tiny_model_dir, tmp_path):
     argv += ["--chunk-size", "1", "--out", str(out), *solve_args(tiny_model_dir), "--quiet"]
     driver = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
-    while not (out.exists() and out.read_bytes().count(b"\n") >= 2) and time.time() < deadline:
+    while not (out.exists() and out.read_bytes().count(b"\n") >= 1) and time.time() < deadline:
         assert driver.poll() is None, driver.stderr.read().decode()
-        time.sleep(0.02)
+        time.sleep(0.005)
     driver.kill()
     driver.wait()
     before = len(by_id(out))
-    assert 2 <= before < 12
+    assert 1 <= before < 12
     notes = []
     launch_on_ray(str(problems), str(out), [*solve_args(tiny_model_dir), "--quiet"], RaySettings("auto"), notes.append)
     assert any(f"{12 - before} of 12 problems to solve" in n for n in notes), notes

@@ -212,7 +212,8 @@ class Slot:
     actor: Any = None
     starting: Any = None
     stats: WorkerStats | None = None
-    starts: int = 0
+    failed_starts: int = 0
+    """Actors of this slot that died before they were ready, in a row."""
 
 
 @dataclass
@@ -245,7 +246,6 @@ class Driver:
     def _start(self, slot: Slot) -> None:
         slot.actor = self.make_actor()
         slot.starting = slot.actor.describe.remote()
-        slot.starts += 1
 
     def _started(self, slot: Slot) -> None:
         try:
@@ -253,10 +253,17 @@ class Driver:
         except self.ray.exceptions.RayActorError as err:
             if err.actor_init_failed:
                 raise LaunchError(f"worker {slot.index} could not build its engine: {error_line(err)}") from None
-            log.warning("worker %d died while starting; starting another", slot.index)
-            self._replace(slot)
+            slot.failed_starts += 1
+            if slot.failed_starts < MAX_WORKER_DEATHS:
+                self.echo(f"worker {slot.index} died while starting ({error_line(err)}); starting another")
+                self._replace(slot)
+                return
+            self.echo(f"worker {slot.index} died {slot.failed_starts} times while starting; going on without it")
+            self.slots.remove(slot)
+            if not self.slots:
+                raise LaunchError(f"no worker could start: {error_line(err)}")
             return
-        slot.starting = None
+        slot.starting, slot.failed_starts = None, 0
         slot.stats = WorkerStats(f"worker {slot.index} (pid {info['pid']} on {info['host']})")
         self.echo(f"{slot.stats.name} ready")
 
@@ -266,8 +273,6 @@ class Driver:
             self.retired.append(slot.stats)
             slot.stats = None
         self.ray.kill(slot.actor, no_restart=True)
-        if slot.starts > MAX_WORKER_DEATHS * (len(self.deaths) + 1):
-            raise LaunchError(f"worker {slot.index} keeps dying before it solves anything; see the Ray logs")
         self._start(slot)
 
     # --- work ---
