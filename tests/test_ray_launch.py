@@ -159,7 +159,7 @@ def test_a_dead_workers_chunk_is_retried_and_a_poison_problem_fails_alone():
     problems = [Problem(f"p{i}", "x") for i in range(8)]
     pids = iter(range(100, 200))
     chunks = [problems[i : i + 4] for i in range(0, 8, 4)]
-    driver = Driver(ray, lambda: FakeActor(ray, next(pids)), SolveJob(None, "fixed", None, {}), run, chunks, 2, print)
+    driver = Driver(ray, lambda: FakeActor(ray, next(pids)), SolveJob(None, "fixed", None, None), run, chunks, 2, print)
     driver.loop()
     assert sorted(r["id"] for r in run.written) == [f"p{i}" for i in range(8)]  # every problem, once
     failed = [r for r in run.written if r["status"] != "ok"]
@@ -181,7 +181,7 @@ def test_an_actor_that_cannot_build_its_engine_stops_the_run():
             error.actor_init_failed = True
             self.describe = type("M", (), {"remote": lambda _: error})()
 
-    driver = Driver(ray, lambda: Broken(ray), SolveJob(None, "fixed", None, {}), run, [[Problem("a", "x")]], 1, print)
+    driver = Driver(ray, lambda: Broken(ray), SolveJob(None, "fixed", None, None), run, [[Problem("a", "x")]], 1, print)
     with pytest.raises(LaunchError, match="could not build its engine: OSError: no such model: /nope"):
         driver.loop()
 

@@ -62,8 +62,8 @@ class SolveJob:
     strategy: str
     config: Any
     """The strategy's settings object (its registered type), or None."""
-    sampling: dict[str, Any]
-    """`SamplingParams.solve_keywords()`: n, temperature, seed, ..."""
+    params: Any
+    """`tts_engine.params.SamplingParams`: n, temperature, seed, ..."""
     strict: bool = False
     abstain_below: float | None = None
 
@@ -76,7 +76,6 @@ class SolveJob:
             abstain_below=self.abstain_below,
             out=None,
             progress=False,
-            **self.sampling,
         )
 
 
@@ -111,9 +110,7 @@ def parse_launch(problems_path: str, solve_args: Sequence[str]) -> Launch:
     params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
     entry = strategy_entry(run.strategy)
     config = build(entry.config_type, settings) if entry.config_type is not None else None
-    job = SolveJob(
-        build(EngineOptions, settings), run.strategy, config, params.solve_keywords(), run.strict, run.abstain_below
-    )
+    job = SolveJob(build(EngineOptions, settings), run.strategy, config, params, run.strict, run.abstain_below)
     problems = load_problems(problems_path, limit=run.limit)
     return Launch(job, problems, entry, run.retry_failed, run.all, run.quiet)
 
@@ -136,6 +133,12 @@ class SolveWorker:
         self.job = job
         self.engine = job.engine_options.make_engine()
 
+    def close(self) -> None:
+        """Release the engine (a vLLM engine stops cleanly) before the driver ends this actor."""
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
+
     def describe(self) -> dict[str, Any]:
         """Who this worker is: its process id and host (the driver names workers by them)."""
         return {"pid": os.getpid(), "host": socket.gethostname()}
@@ -148,7 +151,7 @@ class SolveWorker:
 
         def work() -> None:
             try:
-                self.engine.solve(problems, on_record=records.put, **self.job.solve_keywords())
+                self.engine.solve(problems, self.job.params, on_record=records.put, **self.job.solve_keywords())
                 records.put(end)
             except BaseException as err:  # noqa: BLE001 - re-raised in the actor's own thread below
                 records.put(err)
@@ -365,7 +368,13 @@ class Driver:
     def stats(self) -> list[WorkerStats]:
         return self.retired + [s.stats for s in self.slots if s.stats is not None]
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """End every actor; the idle ones first release their engine (a bounded wait; a busy one, after an
+        error or Ctrl-C, is ended at once)."""
+        busy = {id(t.slot) for t in self.tasks}
+        idle = [s.actor for s in self.slots if s.actor is not None and s.starting is None and id(s) not in busy]
+        if idle:
+            self.ray.wait([a.close.remote() for a in idle], num_returns=len(idle), timeout=timeout)
         for slot in self.slots:
             if slot.actor is not None:
                 self.ray.kill(slot.actor, no_restart=True)
@@ -508,7 +517,7 @@ def drive(ray, launch: Launch, run, settings: RaySettings, note) -> tuple[list[W
 
     cluster = ray.cluster_resources()
     workers, request = settings.actor_resources(cluster)
-    most = max(1, ROWS_PER_CHUNK // launch.entry.samples(launch.job.sampling["n"], launch.job.config))
+    most = max(1, ROWS_PER_CHUNK // launch.entry.samples(launch.job.params.n, launch.job.config))
     size = settings.chunk_size or chunk_size(len(run.todo), workers, most)
     chunks = make_chunks(run.todo, size)
     note(
