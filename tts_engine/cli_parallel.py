@@ -79,7 +79,7 @@ def merge(shards, out, problems, limit):
     type=int,
     default=1,
     show_default=True,
-    help="GPUs given to each worker (for tensor-parallel models).",
+    help="GPUs given to each worker (for tensor-parallel models); with --ray, each actor's GPU request.",
 )
 @click.option(
     "--workers",
@@ -98,7 +98,7 @@ def merge(shards, out, problems, limit):
 )
 @click.option("--cpus-per-worker", type=float, default=1, show_default=True, help="With --ray: each actor's CPUs.")
 @click.option(
-    "--chunk-size", type=int, help="With --ray: problems per chunk an actor pulls (default: about 4 per actor)."
+    "--chunk-size", type=int, help="With --ray: problems per chunk an actor pulls (default: about 2 per actor)."
 )
 @click.argument("solve_args", nargs=-1, type=click.UNPROCESSED)
 def launch(
