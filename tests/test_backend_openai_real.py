@@ -126,3 +126,23 @@ def test_continuation_logprobs_through_a_real_server_match_hf(server):
     prompts, continuations = ["12+7=", "Compute 3*4.\n", "x y"], ["19\n", "12 because", " z"]
     got = OpenAIBackend(model=model, base_url=url).continuation_logprobs(prompts, continuations)
     assert got == pytest.approx(HFBackend(model, device="cpu").continuation_logprobs(prompts, continuations), abs=1e-3)
+
+
+def test_beam_search_through_a_real_server_matches_hf(server):
+    """A search strategy on the openai backend: step scores from the server's verdict log-probs, as on hf."""
+    from tts_engine.engine import Engine
+    from tts_engine.problems import Problem
+
+    model, url = server
+    problems = [Problem(f"p{i}", f"{i}+{i}=", str(2 * i)) for i in range(2)]
+    settings = dict(strategy="beam", n=4, temperature=0.0, max_new_tokens=24, seed=0, progress=False)
+    served = Engine(model, backend="openai", backend_options={"base_url": url}).solve(problems, **settings)
+    local = Engine(model, backend="hf").solve(problems, **settings)
+    for got, want in zip(served, local, strict=True):
+        assert got["status"] == "ok" and got["run"]["strategy"] == "beam" and got["search"]["nodes"]
+        assert [s["text"] for s in got["samples"]] == [s["text"] for s in want["samples"]]
+        for g, w in zip(got["samples"], want["samples"], strict=True):
+            kinds = [k for k in w["scores"] if k.startswith("step_")]
+            assert kinds and set(kinds) <= set(g["scores"])
+            for kind in kinds:
+                assert g["scores"][kind] == pytest.approx(w["scores"][kind], abs=1e-3)

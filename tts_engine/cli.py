@@ -93,6 +93,7 @@ def solve(problems, **settings):
         items = shard_problems(items, run.shard)
     engine_options = build(EngineOptions, settings)
     engine = engine_options.make_engine()
+    click.get_current_context().call_on_close(engine.close)  # on success, error and Ctrl-C (stops vLLM cleanly)
     click.echo(
         f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {engine_options.backend})",
         err=True,

@@ -110,6 +110,22 @@ class Engine:
         """The exact generation prompt of each problem."""
         return [build_prompt(self.prompt_config, p.text, self.backend) for p in problems]
 
+    def close(self) -> None:
+        """Release the backends (the generator's, a separate verifier's, the judge's) that hold something to
+        stop, e.g. vLLM's engine processes and threads; each once. `with Engine(...) as engine:` calls it."""
+        seen: set[int] = set()
+        for owner in (self, self.verifier, self.judge):
+            backend = getattr(owner, "backend", None)
+            if backend is not None and id(backend) not in seen and hasattr(backend, "close"):
+                seen.add(id(backend))
+                backend.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def solve(
         self,
         problems: Sequence[Problem],

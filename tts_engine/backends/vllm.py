@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import struct
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +40,11 @@ from .base import PromptTooLongError, Sample, TokenizerMethods, token_confidence
 
 log = logging.getLogger(__name__)
 
+SHUTDOWN_TIMEOUT_S = 30.0
+"""Seconds `close` gives vLLM's engine core to stop before killing it: its own teardown waits 5 s for the worker,
+then 4 s after SIGTERM; on 2 loaded cores the worker took over 5 s, and vLLM's exit hook kills at 5 s."""
+VLLM_THREADS = ("EngineCoreOutputQueueThread", "MPClientEngineMonitor")
+"""Names of the threads vLLM's offline client starts in the calling process (vllm 0.32), joined by `close`."""
 INSTALL_HINT = "the vllm backend needs vLLM: pip install tts-engine[vllm] (or pip install vllm)"
 FINISH_REASONS = {"stop": "stop", "length": "length"}
 """vLLM finish reasons kept as they are; any other ("abort", "error", "repetition", None) becomes "length":
@@ -247,13 +253,22 @@ class VLLMBackend(TokenizerMethods):
             **llm_kwargs,
         )
         self.tokenizer = self.llm.get_tokenizer()
+        self._max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._num_parameters: int | None = None
 
-    def close(self) -> None:
-        """Stop vLLM's engine processes now (else they stop when the interpreter exits)."""
-        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+    def close(self, timeout: float = SHUTDOWN_TIMEOUT_S) -> None:
+        """Stop vLLM now: its engine-core and worker processes, then its threads and ZMQ context in this process
+        (`shutdown_llm`). Idempotent; the backend cannot generate afterwards. `Engine.close` calls it, and
+        `tts solve` / `tts serve` call that in a `finally`, so nothing of vLLM is left for interpreter exit."""
+        llm, self.llm = self.__dict__.get("llm"), None
+        if llm is not None:
+            shutdown_llm(llm, timeout)
+
+    def __enter__(self) -> "VLLMBackend":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # --- protocol helpers -----------------------------------------------------------------------------------
     @property
@@ -264,7 +279,12 @@ class VLLMBackend(TokenizerMethods):
 
     @property
     def max_model_len(self) -> int:
-        return int(self.llm.llm_engine.model_config.max_model_len)
+        return self._max_model_len
+
+    def _live_llm(self):
+        if self.llm is None:
+            raise RuntimeError("this vllm backend is closed: make a new one to generate")
+        return self.llm
 
     # --- generation -----------------------------------------------------------------------------------------
     def _encode_prompt(self, index: int, prompt: str) -> list[int]:
@@ -289,7 +309,7 @@ class VLLMBackend(TokenizerMethods):
             )
             for p, ids in zip(prompts, encoded)
         ]
-        outputs = self.llm.generate(requests, sampling, use_tqdm=False)
+        outputs = self._live_llm().generate(requests, sampling, use_tqdm=False)
         k = params.top_logprobs
         return [parse_request_output(out, params.n, len(ids), k) for out, ids in zip(outputs, encoded)]
 
@@ -301,7 +321,7 @@ class VLLMBackend(TokenizerMethods):
         sampling = self._vllm.SamplingParams(
             **build_yes_no_kwargs(yes_id, no_id, token_ids_supported=self.token_ids_supported)
         )
-        outputs = self.llm.generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
+        outputs = self._live_llm().generate([{"prompt_token_ids": ids} for ids in encoded], sampling, use_tqdm=False)
         return [parse_yes_no(out, yes_id, no_id) for out in outputs]
 
     def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str]) -> list[float]:
@@ -317,8 +337,45 @@ class VLLMBackend(TokenizerMethods):
             if len(p) + len(c) + 1 > self.max_model_len:
                 raise PromptTooLongError(i, len(p) + len(c), self.max_model_len)
         sampling = self._vllm.SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0, detokenize=False)
-        outputs = self.llm.generate([{"prompt_token_ids": p + c} for p, c in rows], sampling, use_tqdm=False)
+        outputs = self._live_llm().generate([{"prompt_token_ids": p + c} for p, c in rows], sampling, use_tqdm=False)
         return [parse_continuation(out, len(p), len(c)) for out, (p, c) in zip(outputs, rows)]
+
+
+def shutdown_llm(llm, timeout: float = SHUTDOWN_TIMEOUT_S) -> None:
+    """Shut one vLLM `LLM` down in order, from the calling thread, instead of leaving it to interpreter exit.
+
+    Left alone, vLLM stops from `weakref.finalize` hooks at exit: it SIGTERMs the engine-core process and kills
+    it after 5 s (on a loaded CPU its worker needs longer, so both were killed and a shared-memory block
+    leaked), then wakes its output thread (`EngineCoreOutputQueueThread`, a daemon blocked in `zmq_poll`) while
+    the interpreter is already finalizing; that thread and the engine monitor thread race the teardown of the
+    modules and the ZMQ context they use. Here, in order: the engine core stops with `timeout` seconds for
+    its own teardown (its worker's grace period is 5 s, then 4 s after SIGTERM), vLLM's background threads of
+    this process are joined, the ZMQ context is terminated, and the `LLM` is collected. Works on vLLM versions
+    without these attributes (each step is skipped where its object is absent)."""
+    import gc
+    import threading
+
+    engine = getattr(llm, "llm_engine", None)
+    core = getattr(engine, "engine_core", None)
+    if core is not None and hasattr(core, "shutdown"):
+        try:
+            core.shutdown(timeout=timeout)
+        except TypeError:  # a vLLM whose shutdown takes no timeout
+            core.shutdown()
+    deadline = time.monotonic() + timeout
+    threads = [getattr(core, "output_queue_thread", None)]
+    threads += [t for t in threading.enumerate() if t.name in VLLM_THREADS]
+    for thread in threads:
+        if isinstance(thread, threading.Thread) and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in threads if isinstance(t, threading.Thread) and t.is_alive()]
+    if alive:
+        log.warning("vLLM threads still running %.0f s after shutdown: %s", timeout, alive)
+    ctx = getattr(getattr(core, "resources", None), "ctx", None)
+    if ctx is not None and not alive and not getattr(ctx, "closed", True):
+        ctx.destroy(linger=0)
+    del engine, core, llm
+    gc.collect()
 
 
 def _on_cpu() -> bool:

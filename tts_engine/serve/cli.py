@@ -30,6 +30,7 @@ def serve(**settings):
     configs = {cls.__name__: build(cls, settings) for cls in config_types()}
     engine_options = build(EngineOptions, settings)
     engine = engine_options.make_engine()
+    click.get_current_context().call_on_close(engine.close)  # after uvicorn's SIGTERM/Ctrl-C shutdown, or an error
     name = serve_options.model_name(engine_options.model)
     server = make_server(engine, serve_options, params, configs, name)
     host, port = serve_options.host, serve_options.port
