@@ -34,7 +34,7 @@ class EngineOptions:
     """own: the checkpoint's own check, what its tts_engine.json `verify_form` names (the RL^V question 'Is this
     solution correct?' scored P(Yes), the embedded default's recompute check, a re-solve, ...; `unified` is its
     earlier name); process: a generative verifier judging every step (needs --verifier-model); prm: a
-    discriminative process reward model scoring the steps of a search (--strategy beam|dvts, needs
+    discriminative process reward model scoring the steps of a step-level search (needs
     --verifier-model); none: likelihood only."""
     verifier_model: str | None = None
     """A separate verifier checkpoint (unified or process)."""
@@ -42,7 +42,7 @@ class EngineOptions:
         "final", flag="--process-headline", deprecated=("--process-aggregation",), choices=PROCESS_HEADLINES
     )
     """process verifier: its headline score `process` from the final verdict or from its step verdicts aggregated
-    (all are recorded). Not to be confused with a search's --step-aggregation (how a beam is ranked)."""
+    (all are recorded). Not to be confused with a search's --step-aggregation (how a partial solution is ranked)."""
     score_norm: str = setting("yes_no", choices=SCORE_NORMS)
     """Headline normalisation of P(Yes) (both are always recorded)."""
     grader: str = setting("rule", choices=GRADERS)

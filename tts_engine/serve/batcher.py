@@ -254,7 +254,7 @@ class Batcher:
             if not job.cancelled:
                 job.deliver(k, record)
 
-        def on_progress(update) -> None:  # a RoundProgress of a problem still open (adaptive strategies)
+        def on_progress(update) -> None:  # a RoundProgress of a problem still open (strategies that work in rounds)
             job, k = owners[update.problem_id]
             if not job.cancelled:
                 progress(

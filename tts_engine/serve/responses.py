@@ -124,7 +124,7 @@ def as_choice(body: dict[str, Any], index: int, kind: str, *, stream: bool = Fal
 
 
 ENGINE_RECORD_KEYS = frozenset(RECORD_KEYS)
-"""What every results record holds; any other key is its strategy's block (adaptive, deepconf, search, ...)."""
+"""What every results record holds; any other key is its strategy's own block."""
 
 
 def tts_block(request: SolveRequest, records: Sequence[dict[str, Any]]) -> dict[str, Any]:

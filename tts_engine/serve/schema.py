@@ -4,7 +4,7 @@ the value ("n must be an integer in [1, 64], got 100").
 Every check happens here, before a request joins a batch, so a bad request never reaches the engine beside
 other clients' problems. Standard OpenAI fields keep their meaning; the test-time scaling parameters live in
 the `tts` object (what the official client sends as `extra_body={"tts": {...}}`), or as a strategy prefix of
-the model name ("adaptive-n:tts-default") for clients that cannot send extra fields.
+the model name ("<strategy>:tts-default") for clients that cannot send extra fields.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class SolveRequest:
     config: Any
     """The strategy's settings object (its registered settings type) or None."""
     samples: int
-    """Samples one problem holds at most (the strategy's `samples`, e.g. adaptive-n's max_n)."""
+    """Samples one problem holds at most (the strategy's declared `samples`)."""
     vote: str
     """The aggregation key that picks the answer: majority, weighted:<kind> or best_of_n:<kind>."""
     pick_kind: str | None
@@ -292,7 +292,7 @@ def parse_request(body: Any, kind: str, defaults: Defaults) -> SolveRequest:
 
 
 def model_strategy(model: Any, defaults: Defaults) -> str | None:
-    """The strategy a model name carries as a prefix ("beam:tts-default" -> "beam"); None for the bare name."""
+    """The strategy a model name carries as a prefix ("<strategy>:tts-default" -> "<strategy>"); None for the bare name."""
     served = defaults.model_name
     if not isinstance(model, str) or not model:
         raise ApiError(f"model must be a string naming the model ({served!r}), got {_show(model)}", param="model")
@@ -357,7 +357,7 @@ def strategy_config(tts: dict, strategy: str, n: int, defaults: Defaults) -> Any
     except (ValueError, TypeError) as err:
         raise ApiError(str(err), param=_param_named(str(err), list(types))) from None
     try:
-        entry.check_n(n, config)  # the strategy's rule on n (a search's n is a multiple of beam_width)
+        entry.check_n(n, config)  # the strategy's declared rule on n
     except ValueError as err:
         raise ApiError(f"tts.n: {err}", param="tts.n") from None
     caps = {"samples": defaults.max_samples, "tokens": defaults.max_tokens}
