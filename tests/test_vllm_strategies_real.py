@@ -94,8 +94,9 @@ def vllm_server():
     server = ServerProcess(args, startup_timeout=SOLVE_TIMEOUT_S, env={"VLLM_CPU_KVCACHE_SPACE": "1"})
     with server:
         yield server
-    assert server.process.returncode == 0, f"tts serve exited {server.process.returncode}:\n{server.output()}"
-    assert ABORT not in server.output()
+    # uvicorn shuts down on SIGTERM, then re-raises it: -15 is its clean exit (0 where it does not re-raise)
+    assert server.process.returncode in (0, -15), f"tts serve exited {server.process.returncode}:\n{server.output()}"
+    assert ABORT not in server.output() and "MPClient: complete" in server.output(), server.output()
 
 
 def test_serve_on_vllm_answers_every_strategy_then_stops_on_sigterm(vllm_server):
@@ -112,5 +113,5 @@ def test_serve_on_vllm_answers_every_strategy_then_stops_on_sigterm(vllm_server)
             extra_body={"tts": {"strategy": strategy}},
         )
         assert reply.tts["strategy"] == strategy
-        assert reply.choices[0].answer == problem.answer, (strategy, reply.choices[0].message.content)
+        assert reply.choices[0].answer == problem.reference, (strategy, reply.choices[0].message.content)
     vllm_server.stop()  # SIGTERM; the fixture checks the exit status and output

@@ -137,6 +137,8 @@ def create_app(server: Server) -> FastAPI:
             yield
         finally:
             await asyncio.to_thread(server.batcher.close)
+            if hasattr(server.engine, "close"):  # stop vLLM before uvicorn re-raises SIGTERM/SIGINT
+                await asyncio.to_thread(server.engine.close)
 
     app = FastAPI(title="tts serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.server = server
