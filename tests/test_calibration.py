@@ -200,10 +200,10 @@ def labelled_runs(tmp_path_factory, default_model_dir):
     problems = [json.loads(line) for line in open(_bundled())]
     random.Random(0).shuffle(problems)
     paths = []
-    for name, part in (("a", problems[:48]), ("b", problems[48:88])):
+    for name, part in (("a", problems[:40]), ("b", problems[40:72])):
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(p) + "\n" for p in part))
         out = folder / f"{name}_results.jsonl"
-        args = [str(folder / f"{name}.jsonl"), "--n", "8", "--calibration", "none", "--out", str(out), "--quiet"]
+        args = [str(folder / f"{name}.jsonl"), "--n", "4", "--calibration", "none", "--out", str(out), "--quiet"]
         result = CliRunner().invoke(main, ["solve", *args])
         assert result.exit_code == 0, result.output
         paths.append(out)
@@ -230,7 +230,7 @@ def test_calibrate_fits_a_run_and_solve_uses_the_file(labelled_runs):
     assert calibration.fits[0].held_out["answers"] > 0
 
     out = folder / "calibrated.jsonl"
-    args = [str(folder / "b.jsonl"), "--n", "8", "--calibration", str(folder / "cal.json"), "--out", str(out)]
+    args = [str(folder / "b.jsonl"), "--n", "4", "--calibration", str(folder / "cal.json"), "--out", str(out)]
     result = CliRunner().invoke(main, ["solve", *args, "--abstain-below", "0.5"])
     assert result.exit_code == 0, result.output
     assert "p_correct of weighted:verifier_recompute: calibrated" in result.output
@@ -250,9 +250,9 @@ def test_calibrate_checks_a_fit_on_another_file(labelled_runs):
     args = ["calibrate", str(first), "--test", str(second), "--out", str(folder / "whole.json")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "fitted on 48 problems of 1 file(s); checked on 40 of 1" in result.output
+    assert "fitted on 40 problems of 1 file(s); checked on 32 of 1" in result.output
     held = load_calibration(folder / "whole.json").fits[0].held_out
-    assert held["answers"] == 40 and 0 <= held["ece"] <= 1
+    assert held["answers"] == 32 and 0 <= held["ece"] <= 1
 
 
 def test_calibrate_refuses_runs_without_references(tmp_path, labelled_runs):

@@ -24,13 +24,13 @@ class GatedEngine:
 
     def __init__(self):
         self.calls: list[tuple[list[str], dict]] = []
-        self.keywords: list[dict] = []
+        self.params: list = []
         self.gate = threading.Event()
         self.started = threading.Event()
 
-    def solve(self, problems, *, strategy="fixed", n=16, seed=0, on_record=None, **kwargs):
-        self.calls.append(([p.text for p in problems], {"n": n, "seed": seed}))
-        self.keywords.append(kwargs)
+    def solve(self, problems, params, *, strategy="fixed", on_record=None, **kwargs):
+        self.calls.append(([p.text for p in problems], {"n": params.n, "seed": params.seed}))
+        self.params.append(params)
         self.started.set()
         self.gate.wait(10)
         if any(p.text == "boom" for p in problems):
@@ -295,4 +295,4 @@ def test_server_wide_solve_settings_reach_every_engine_call():
         batcher.close()
 
     asyncio.run(run())
-    assert engine.keywords and all(k["top_logprobs"] == 0 and k["confidence_window"] == 4 for k in engine.keywords)
+    assert engine.params and all(p.top_logprobs == 0 and p.confidence_window == 4 for p in engine.params)
