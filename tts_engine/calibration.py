@@ -166,7 +166,17 @@ def load_calibration(path: str | Path, headline_kind: str | None = None) -> Cali
             raise ValueError(
                 f"{path}: the fit on {fit.kind} lists {len(fit.features)} features but not as many weights"
             )
-    return Calibration(fits, str(path), headline_kind)
+    return Calibration(fits, _shown(path), headline_kind)
+
+
+def _shown(path: Path) -> str:
+    """A calibration file's path as the run block shows it: inside the package from the package's folder (the
+    shipped checkpoints' fits read the same on every machine), else as given."""
+    package = Path(__file__).resolve().parent
+    try:
+        return str(Path("tts_engine") / path.resolve().relative_to(package))
+    except ValueError:
+        return str(path)
 
 
 def find_calibration(
