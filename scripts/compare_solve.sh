@@ -6,19 +6,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev="${1:?usage: compare_solve.sh REV [tts solve options]}"; shift
-python=.venv/bin/python
+python="$(pwd)/.venv/bin/python"
 out=$(mktemp -d)
 git worktree add --detach "$out/before" "$rev" >/dev/null 2>&1
 trap 'git worktree remove --force "$out/before" >/dev/null 2>&1 || true' EXIT
-run() {  # source folder, label
-  local start end
+# Only the package goes on the path (a checkout's root would put its kernels/ folder before the kernels distribution).
+mkdir -p "$out/src_before" "$out/src_now"
+ln -s "$out/before/tts_engine" "$out/src_before/tts_engine"
+ln -s "$(pwd)/tts_engine" "$out/src_now/tts_engine"
+run() {  # source folder, label, tts solve options
+  local src="$1" label="$2" start end
+  shift 2
   start=$EPOCHREALTIME
-  (cd "$out" && "$python" -P -c "import sys; sys.path.insert(0, '$1'); import tts_engine; assert tts_engine.__file__.startswith('$1'), tts_engine.__file__; from tts_engine.cli import main; sys.argv = ['tts', 'solve', '--all', '--quiet', *sys.argv[1:]]; main()" "$@" > "$out/$2.txt" 2>/dev/null) || true
+  (cd "$out" && "$python" -P -c "import sys; sys.path.insert(0, '$src'); import tts_engine; assert tts_engine.__file__.startswith('$src'), tts_engine.__file__; from tts_engine.cli import main; sys.argv = ['tts', 'solve', '--all', '--quiet', *sys.argv[1:]]; main()" "$@" > "$out/$label.txt" 2> "$out/$label.log") || { echo "$label failed:"; tail -3 "$out/$label.log"; }
   end=$EPOCHREALTIME
-  echo "$2: $(awk "BEGIN {printf \"%.1f\", $end - $start}") s wall"
+  echo "$label: $(awk "BEGIN {printf \"%.1f\", $end - $start}") s wall"
 }
-run "$out/before" before "$@"
-run "$(pwd)" now "$@"
+run "$out/src_before" before "$@"
+run "$out/src_now" now "$@"
 strip() { grep -v "time: \|^results:\|calibration.json" "$1"; }
 if diff <(strip "$out/before.txt") <(strip "$out/now.txt") >/dev/null; then
   echo "tables identical ($(strip "$out/now.txt" | wc -l) lines compared)"

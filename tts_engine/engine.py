@@ -17,6 +17,7 @@ from .params import SamplingParams
 from .problems import Problem
 from .prompts import PromptConfig, build_prompt
 from .results import problem_record
+from .strategies.registry import DEFAULT_STRATEGY
 from .verifiers import SCORE_NORMS, likelihood_score, score_each_text_once
 from .verifiers.choose import build_verifier, verifier_kind
 
@@ -131,7 +132,7 @@ class Engine:
         problems: Sequence[Problem],
         params: SamplingParams | None = None,
         *,
-        strategy: str = "fixed",
+        strategy: str = DEFAULT_STRATEGY,
         config: Any = None,
         out: str | Path | None = None,
         progress: bool = True,

@@ -12,6 +12,7 @@ from typing import Any
 from .answers.grading import GRADERS
 from .backends import BACKENDS
 from .settings import Command, make_options, setting
+from .strategies.registry import DEFAULT_STRATEGY
 from .verifiers import SCORE_NORMS
 from .verifiers.choose import RENAMED_VERIFIERS, VERIFIERS
 from .verifiers.process import PROCESS_HEADLINES
@@ -77,7 +78,7 @@ class EngineOptions:
 class SolveOptions:
     """What `tts solve` runs over and where it writes."""
 
-    strategy: str = "fixed"
+    strategy: str = DEFAULT_STRATEGY
     """A registered strategy (the list is read from the registry, `tts_engine.strategies`)."""
     limit: int | None = None
     """Only the first LIMIT problems."""

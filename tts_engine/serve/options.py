@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..aggregate import AGGREGATIONS
 from ..settings import setting
+from ..strategies.registry import DEFAULT_STRATEGY
 
 API_KEY_ENV = "TTS_API_KEY"
 """Environment variable holding the bearer key when --api-key is not given."""
@@ -31,7 +32,7 @@ class ServeOptions:
     none: no key is asked."""
     served_model_name: str | None = None
     """Model name clients send and /v1/models lists. Default: 'tts-default' for the embedded model, else --model."""
-    strategy: str = "fixed"
+    strategy: str = DEFAULT_STRATEGY
     """Default strategy of a request that names none."""
     aggregation: str = setting("weighted", choices=tuple(AGGREGATIONS))
     """Default vote that picks the answer: majority, weighted (sum of scores per answer class) or best_of_n."""

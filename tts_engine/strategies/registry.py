@@ -33,6 +33,8 @@ BUILTIN_STRATEGY_MODULES = (
     "tts_engine.strategies.particle",
 )
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
+DEFAULT_STRATEGY = "fixed"
+"""The strategy of a run or request that names none (`tts solve`, `tts serve`, `Engine.solve`)."""
 ENTRY_POINT_GROUP = "tts_engine.strategies"
 """Entry-point group of strategies from other packages: each entry names a module (or an object in one) whose
 import registers its strategies (`[project.entry-points."tts_engine.strategies"] mine = "my_pkg.strategy"`)."""
