@@ -273,3 +273,17 @@ def test_the_shipped_checkpoints_carry_their_calibration(default_model_dir, tang
     for folder in (default_model_dir, tango_pair[1]):
         calibration = load_calibration(Path(folder) / FILE_NAME)
         assert calibration.calibrated and calibration.fits[0].fitted_on["problems"] > 0
+
+
+def test_curve_adds_the_selective_view(labelled_runs, tmp_path):
+    from tts_engine.eval.cli import curve
+
+    _, (first, _) = labelled_runs
+    result = CliRunner().invoke(curve, [str(first), "--out-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert "can these answers be trusted? p_correct: uncalibrated" in result.output
+    assert (tmp_path / "c" / "risk_coverage.png").is_file() and (tmp_path / "c" / "reliability.png").is_file()
+    (c,) = json.loads((tmp_path / "c" / "curves.json").read_text())["curves"]
+    head = c["selective"]["votes"][c["selective"]["headline"]]
+    assert head["p_correct"]["aurc"] <= head["confidence"]["aurc"]  # the probability ranks answers at least as well
+    assert len(head["p_correct"]["risk_coverage"]["coverage"]) >= 1
