@@ -24,7 +24,7 @@ import orjson
 
 from tts_engine.aggregate import headline_vote
 from tts_engine.metrics import auroc, reliability
-from tts_engine.results import record_status, strategy_of, upgrade_record
+from tts_engine.results import numbered_results, record_status, strategy_of, upgrade_record
 from tts_engine.settings import Command, build, options, setting
 from tts_engine.summary import headline_rows, summarize
 
@@ -64,6 +64,32 @@ class ViewOptions:
             raise ValueError(f"num_bins must be >= 1, got {self.num_bins}")
 
 
+# --- a headless browser (the page's tests and its benchmark) ------------------------------------------------
+def headless_chromium():
+    """A Selenium driver of Debian's chromium, headless, that keeps the page's console log; a one-line error
+    naming what to install when chromium, chromedriver or selenium is missing."""
+    import shutil
+
+    chromium, driver = shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+    if not chromium or not driver:
+        raise RuntimeError("needs Debian's chromium and chromium-driver (bash scripts/install.sh test installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
 # --- reading ------------------------------------------------------------------------------------------------
 def load_run(path: str | Path) -> list[dict[str, Any]]:
     """The records of one results file; a line that is not a results record is an error naming file and line
@@ -71,20 +97,7 @@ def load_run(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"results file {str(path)!r} does not exist")
-    lines = path.read_bytes().split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as err:
-            if number - 1 == last and records:
-                log.warning("%s:%d: incomplete last line (interrupted run?), ignored", path, number)
-                break
-            raise ValueError(f"{path}:{number}: not JSON ({err}); is this a results file of `tts solve`?") from None
-        records.append(_checked(record, path, number))
+    records = [_checked(record, path, number) for number, record in numbered_results(path)]
     if not records:
         raise ValueError(f"{path}: holds no results records")
     return records

@@ -62,24 +62,12 @@ def realistic(records: list[dict], lines: int, seed: int = 0) -> list[dict]:
 
 
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from tts_engine.eval.view import headless_chromium
 
-    chromium, driver = shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
-    if not chromium or not driver:
-        sys.exit("needs Debian's chromium and chromium-driver (bash scripts/install.sh test installs them)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        return headless_chromium()
+    except RuntimeError as err:
+        sys.exit(str(err))
 
 
 def time_load(driver, page: Path) -> dict[str, float]:

@@ -31,7 +31,7 @@ def test_a_malformed_results_file_names_the_file_and_line(tmp_path):
     good = orjson.dumps(synthetic_records(1, 2)[0]).decode()
     bad = write_jsonl(tmp_path / "bad.jsonl", [])
     bad.write_text(good + "\n{not json\n" + good + "\n")
-    with pytest.raises(ValueError, match=r"bad\.jsonl:2: not JSON"):
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: invalid results line, not JSON"):
         load_run(bad)
     listed = tmp_path / "list.jsonl"
     listed.write_text("[1, 2]\n")
@@ -165,21 +165,9 @@ def page(runs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from tts_engine.eval.view import headless_chromium
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver = headless_chromium()
     yield driver
     driver.quit()
 

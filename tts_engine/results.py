@@ -13,6 +13,13 @@ log = logging.getLogger(__name__)
 
 def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
     """Records of a results file; a torn last line (a killed run) is skipped, a bad middle line raises."""
+    for _, record in numbered_results(path):
+        yield record
+
+
+def numbered_results(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, record in today's words) of every line of a results file; a torn last line (a killed run) is
+    skipped with a warning, a line that is not JSON anywhere else raises naming the file and line."""
     path = Path(path)
     lines = path.read_bytes().split(b"\n")
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
@@ -25,8 +32,10 @@ def read_results(path: str | Path) -> Iterator[dict[str, Any]]:
             if lineno - 1 == last:
                 log.warning("%s:%d: incomplete last line (interrupted run?), ignored", path, lineno)
                 return
-            raise ValueError(f"{path}:{lineno}: invalid results line: {err}") from None
-        yield upgrade_record(record)
+            raise ValueError(
+                f"{path}:{lineno}: invalid results line, not JSON ({err}): is this a results file of `tts solve`?"
+            ) from None
+        yield lineno, upgrade_record(record) if isinstance(record, dict) else record
 
 
 def upgrade_record(record: dict[str, Any]) -> dict[str, Any]:
