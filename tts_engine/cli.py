@@ -8,9 +8,9 @@ import logging
 import click
 
 from .engine import SOLVE_DEFAULTS
-from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions, StrategyCommand
+from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions, StrategyCommand, build_solve
 from .params import SamplingParams
-from .settings import OneLineErrors, build, options
+from .settings import OneLineErrors, options
 
 LAZY_COMMANDS = {
     "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
@@ -78,20 +78,16 @@ def solve(problems, **settings):
     strategy's settings are options too (the registry's, listed under --strategy)."""
     from .models import default_problems_path
     from .problems import load_problems
-    from .strategies.registry import strategy_entry
     from .summary import format_summary, summarize
 
-    run = build(SolveOptions, settings)
-    params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
-    entry = strategy_entry(run.strategy)
-    config = build(entry.config_type, settings) if entry.config_type is not None else None
+    call = build_solve(settings)
+    run, params, entry, config, engine_options = call.run, call.params, call.entry, call.config, call.engine
     problems_path = problems or default_problems_path()
     items = load_problems(problems_path, limit=run.limit)
     if run.shard:
         from .parallel import shard_problems
 
         items = shard_problems(items, run.shard)
-    engine_options = build(EngineOptions, settings)
     engine = engine_options.make_engine()
     click.get_current_context().call_on_close(engine.close)  # on success, error and Ctrl-C (stops vLLM cleanly)
     click.echo(

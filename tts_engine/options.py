@@ -136,3 +136,32 @@ class StrategyCommand(Command):
         from .settings import rename_deprecated
 
         return super(Command, self).parse_args(ctx, rename_deprecated(self.get_params(ctx), args))
+
+
+@dataclass
+class SolveCall:
+    """What one `tts solve` command line asks for, built once for every command that takes its options (`tts solve`,
+    `tts launch --ray`)."""
+
+    run: SolveOptions
+    params: Any
+    """The SamplingParams, with `SOLVE_DEFAULTS`."""
+    entry: Any
+    """The strategy's registry entry."""
+    config: Any
+    """The strategy's settings (None for a strategy without any)."""
+    engine: EngineOptions
+
+
+def build_solve(settings: dict[str, Any]) -> SolveCall:
+    """The parsed options of `tts solve` (click's keyword arguments) as the objects a run needs."""
+    from .engine import SOLVE_DEFAULTS
+    from .params import SamplingParams
+    from .settings import build
+    from .strategies.registry import strategy_entry
+
+    run = build(SolveOptions, settings)
+    entry = strategy_entry(run.strategy)
+    config = build(entry.config_type, settings) if entry.config_type is not None else None
+    params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
+    return SolveCall(run, params, entry, config, build(EngineOptions, settings))

@@ -95,22 +95,15 @@ class Launch:
 def parse_launch(problems_path: str, solve_args: Sequence[str]) -> Launch:
     """The solve options after PROBLEMS, read by `tts solve`'s own command, so both accept the same options."""
     from .cli import solve
-    from .engine import SOLVE_DEFAULTS
-    from .options import EngineOptions, SolveOptions
-    from .params import SamplingParams
+    from .options import build_solve
     from .problems import load_problems
-    from .settings import build
-    from .strategies.registry import strategy_entry
 
     for flag in ("--out", "--shard"):
         if any(a == flag or a.startswith(flag + "=") for a in solve_args):
             raise ValueError(f"{flag} is set by the Ray launch itself; remove it from the solve options")
-    settings = solve.make_context("tts launch", [problems_path, *solve_args]).params
-    run = build(SolveOptions, settings)
-    params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
-    entry = strategy_entry(run.strategy)
-    config = build(entry.config_type, settings) if entry.config_type is not None else None
-    job = SolveJob(build(EngineOptions, settings), run.strategy, config, params, run.strict, run.abstain_below)
+    call = build_solve(solve.make_context("tts launch", [problems_path, *solve_args]).params)
+    run, entry = call.run, call.entry
+    job = SolveJob(call.engine, run.strategy, call.config, call.params, run.strict, run.abstain_below)
     problems = load_problems(problems_path, limit=run.limit)
     return Launch(job, problems, entry, run.retry_failed, run.all, run.quiet)
 
