@@ -357,7 +357,6 @@ class Engine:
             "verifier": self.verifier_name,
             "score_norm": self.score_norm,
             "grader": self.grader,
-            "calibration": self.calibration.describe([self.headline_kind] if self.headline_kind else []),
         }
 
 

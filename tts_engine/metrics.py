@@ -94,11 +94,6 @@ def aurc(scores: Any, labels: Any) -> float | None:
     return float(np.mean(wrong[tie_end - 1] / given))
 
 
-def ece(scores: Any, labels: Any, num_bins: int = 10) -> float | None:
-    """Expected calibration error over equal-width bins (see `reliability`)."""
-    return reliability(_array(scores, np.float64), _array(labels, np.float64), num_bins)["ece"]
-
-
 def answer_metrics(p_correct: Any, labels: Any, num_bins: int = 10) -> dict[str, Any]:
     """How well a probability that an answer is right tells right answers from wrong ones: ECE, AUROC, AURC, the
     share of wrong answers at p >= .9 and the accuracy of the most trusted half."""

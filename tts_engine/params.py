@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from .settings import setting
 
@@ -45,11 +45,6 @@ class SamplingParams:
     confidence_window tokens falls below this (raw C = -mean top-k log-prob; one value, or one per prompt of
     the generate call; None: never). Needs top_logprobs > 0; the hf backend checks it inside its decoding loop;
     the deepconf strategy sets it (vllm and openai: by chunked continuation instead)."""
-
-    def solve_keywords(self) -> dict:
-        """These settings as `Engine.solve`'s keyword arguments (stop strings come from the model; stop_below is
-        set by the strategy that stops samples), so every command passes all of them the same way."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("stop", "stop_below")}
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:

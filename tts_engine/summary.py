@@ -22,6 +22,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         else {}
     )
     samples = [s for r in records for s in r["samples"]]
+    headline = next((r["run"].get("headline_kind") for r in records if "run" in r), None)
     graded_samples = sum(len(r["samples"]) for r in solved)
     pass_at_1 = (
         sum(bool(s["correct"]) for r in solved for s in r["samples"]) / graded_samples * len(solved) / len(graded)
@@ -42,16 +43,15 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "judged_pairs": sum(r.get("judged_pairs", 0) for r in records),
         "grader": records[0].get("run", {}).get("grader", "rule") if records else "rule",
         "score_kinds": list(samples[0]["scores"]) if samples else [],
-        "headline_kind": next((r["run"].get("headline_kind") for r in records if "run" in r), None),
-        "trust": trust(records),
+        "headline_kind": headline,
+        "trust": trust(records, headline),
     }
 
 
-def trust(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """Can the headline vote's answers be trusted: where p_correct comes from, its ECE, AUROC and AURC over the
-    graded problems, and with abstention the coverage and the accuracy of the answered. None for records written
-    before p_correct existed."""
-    headline = next((r["run"].get("headline_kind") for r in records if "run" in r), None)
+def trust(records: Sequence[dict[str, Any]], headline: str | None) -> dict[str, Any] | None:
+    """Can the answers of the headline vote (weighted by `headline`, majority without) be trusted: where p_correct
+    comes from, its ECE, AUROC and AURC over the graded problems, and with abstention the coverage and the accuracy
+    of the answered. None for records written before p_correct existed."""
     key = headline_vote(headline)
     votes = [
         (r["aggregations"][key], r.get("reference") is not None)
