@@ -60,11 +60,25 @@ def _recompute(config, progress):
     return train_recompute(config, progress=progress, log=click.echo)
 
 
+def _thinker_chains(config, progress):
+    from .thinker.data import sample_chains
+
+    return sample_chains(config, log=click.echo)
+
+
+def _thinker(config, progress):
+    from .thinker.trainer import train_thinker
+
+    return train_thinker(config, progress=progress, log=click.echo)
+
+
 def _register_trainers() -> None:
     from .joint import JointConfig
     from .recompute import RecomputeConfig
     from .sft import SFTConfig
     from .tango import TangoConfig
+    from .thinker.data import ChainsConfig
+    from .thinker.trainer import ThinkerConfig
 
     trainer_command("sft", SFTConfig, _sft, "Supervised training on reference solutions (loss on the solution only).")
     trainer_command(
@@ -83,6 +97,20 @@ def _register_trainers() -> None:
     )
     trainer_command(
         "tango", TangoConfig, _tango, "Co-train a generator and a process verifier (RL Tango) from an SFT checkpoint."
+    )
+    trainer_command(
+        "thinker-chains",
+        ChainsConfig,
+        _thinker_chains,
+        "Sample the chains the thinker's traces are built from: a checkpoint's own solutions, each wrong one fixed at "
+        "its first wrong line and continued by the checkpoint again, until right.",
+    )
+    trainer_command(
+        "thinker",
+        ThinkerConfig,
+        _thinker,
+        "Train the thinker: traces that solve, check units digit first, fix the first wrong line and check again, "
+        "built from sampled chains; plus the recompute check.",
     )
 
 
