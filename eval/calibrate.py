@@ -1,7 +1,7 @@
 """`tts calibrate RESULTS... --out FILE`: fit p_correct on a labelled run, from any model, verifier or PRM.
 
 The records' problems are split by a hash of their id into a fitting part and a held-out part. Two logistic fits
-are made on the fitting part (`tts_engine.calibration`): one on the run's headline score kind (or --kind) and one
+are made on the fitting part (`tts_engine.pipeline.calibration`): one on the run's headline score kind (or --kind) and one
 on the votes alone (used where a later run carries no verifier score). The held-out part is scored by the fit and
 by the uncalibrated mapping, side by side: ECE, AUROC, AURC, the wrong answers at p >= .9, a reliability table and
 a plot. The file written is what `tts solve --calibration FILE`, `Engine(..., calibration=FILE)` and `tts serve
@@ -17,10 +17,11 @@ from typing import Any, Sequence
 
 import click
 
-from tts_engine.aggregate import headline_vote
-from tts_engine.calibration import VOTES_ONLY, Calibration, answer_examples, fit_logistic
-from tts_engine.metrics import answer_metrics, reliability
-from tts_engine.results import record_status
+from tts_engine.pipeline.aggregate import headline_vote
+from tts_engine.pipeline.calibration import VOTES_ONLY, Calibration, answer_examples, fit_logistic
+from tts_engine.pipeline.metrics import answer_metrics, reliability
+from tts_engine.pipeline.records import SampleRecord
+from tts_engine.running.results import record_status
 from tts_engine.settings import Command, build, options
 
 
@@ -56,7 +57,7 @@ def held_out(problem_id: str, share: float) -> bool:
 
 def load_labelled(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """The graded, solved records of the results files (a one-line error when none is usable)."""
-    from tts_engine.results import read_results
+    from tts_engine.running.results import read_results
 
     records = [r for path in paths for r in read_results(path)]
     usable = [r for r in records if record_status(r) == "ok" and r.get("reference") is not None and r.get("samples")]
@@ -74,7 +75,8 @@ def headline_probabilities(records: Sequence[dict[str, Any]], calibration: Calib
         vote = record["aggregations"].get(key)
         if vote is None:
             continue
-        p.append(calibration.class_probability(record["samples"], vote["answer_class"]))
+        samples = [SampleRecord.from_json(s) for s in record["samples"]]
+        p.append(calibration.class_probability(samples, vote["answer_class"]))
         right.append(bool(vote["correct"]))
     return p, right
 

@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 import click
 
-from tts_engine.options import SAMPLING_EXCLUDE, EngineOptions
+from tts_engine.cli.options import SAMPLING_EXCLUDE
+from tts_engine.config import EngineConfig
 from tts_engine.params import SamplingParams
 from tts_engine.settings import Command, build, options, setting
 
@@ -88,7 +89,7 @@ def run_curves(
     only: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Curves of every results file into `out`: curves.json, curves.csv and PNG plots; returns the curve sets."""
-    from tts_engine.results import read_results
+    from tts_engine.running.results import read_results
 
     from .curves import compute_curves
     from .plots import write_plots
@@ -181,7 +182,7 @@ def curve(results, out, labels, **settings):
 
 
 @click.command(cls=Command)
-@options(EngineOptions)
+@options(EngineConfig)
 @options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 64})
 @options(BenchOptions)
 @options(CurveOptions, exclude=("seed", "title", "only", "no_plots"))
@@ -189,8 +190,8 @@ def bench(**settings):
     """Generate N samples per problem, then draw the curves: `tts solve` + `tts curve` in one command.
 
     The subsets are drawn with the sampling --seed."""
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
 
     run = build(BenchOptions, settings)
     params = build(SamplingParams, settings, defaults={"n": 64})
@@ -200,7 +201,9 @@ def bench(**settings):
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / "results.jsonl"
     items = load_problems(problems_path, limit=run.limit)
-    engine = build(EngineOptions, settings).make_engine()
+    from tts_engine.engine import Engine
+
+    engine = Engine(config=build(EngineConfig, settings))
     click.echo(
         f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters), "
         f"problems: {problems_path} ({len(items)}), n={params.n}",

@@ -281,7 +281,7 @@ def write_plots(
 
 def plot_reliability(lines: list[tuple[str, dict[str, Any]]], path: str | Path, title: str) -> Path | None:
     """Reliability diagram of answers: fraction right against mean probability per bin, one line per (label,
-    `tts_engine.metrics.reliability` result); empty bins are left out."""
+    `tts_engine.pipeline.metrics.reliability` result); empty bins are left out."""
     lines = [(label, r) for label, r in lines if any(b["count"] for b in r["bins"])]
     if not lines:
         return None
@@ -307,7 +307,7 @@ def plot_risk_coverage(
     lines: list[tuple[str, dict[str, list[float]], float]], path: str | Path, title: str
 ) -> Path | None:
     """Risk-coverage curves: the share of wrong answers among the most trusted ones against the share answered, one
-    line per (label, `tts_engine.metrics.risk_coverage` result, AURC)."""
+    line per (label, `tts_engine.pipeline.metrics.risk_coverage` result, AURC)."""
     lines = [line for line in lines if line[1]["coverage"]]
     if not lines:
         return None

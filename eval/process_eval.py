@@ -19,14 +19,14 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from tts_engine.aggregate import majority_vote, weighted_vote
 from tts_engine.answers import extract_answer
 from tts_engine.answers.rewards import answer_reward, solution_reward
-from tts_engine.steps import split_steps
+from tts_engine.pipeline.aggregate import majority_vote, weighted_vote
 from tts_engine.tasks.arith.chain import StepLine, apply, is_task_problem, problem_steps, read_step_line
 from tts_engine.tasks.arith.recompute import SCORE_KIND
 from tts_engine.verifiers.base import score_each_text_once
-from tts_engine.verifiers.process import PROCESS_HEADLINES, aggregate_steps
+from tts_engine.verifiers.process import PROCESS_HEADLINES
+from tts_engine.verifiers.steps import reduce_steps, split_steps
 
 from .verifier_metrics import auroc, balanced_accuracy
 
@@ -139,8 +139,8 @@ def score_processbench(
 def sample_solutions(generator_dir: str, problems: list[dict], n: int, max_new_tokens: int = 96, seed: int = 0):
     """N solutions per problem from a checkpoint (hf backend, temperature 1): prompts and texts `# (P, N)`."""
     from tts_engine.backends.hf import HFBackend
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
     from tts_engine.params import SamplingParams
-    from tts_engine.prompts import PromptConfig, build_prompt
 
     backend = HFBackend(generator_dir, device="cpu", max_batch_rows=512)
     config = PromptConfig.load(generator_dir)
@@ -174,7 +174,7 @@ def _vote_right(problem: dict, vote) -> bool:
 
 
 def generator_metrics(problems, texts) -> dict[str, float]:
-    """pass@1 (mean sample accuracy) and majority-vote accuracy over the N samples (tts_engine.aggregate)."""
+    """pass@1 (mean sample accuracy) and majority-vote accuracy over the N samples (tts_engine.pipeline.aggregate)."""
     right = correctness(problems, texts)
     maj = [_vote_right(p, majority_vote([extract_answer(t) for t in row])) for p, row in zip(problems, texts)]
     flat = [x for row in right for x in row]
@@ -182,7 +182,7 @@ def generator_metrics(problems, texts) -> dict[str, float]:
 
 
 def weighted_vote_accuracy(problems, texts, scores: list[list[float]]) -> float:
-    """Accuracy of weighted voting (tts_engine.aggregate: samples without an answer vote for nothing)."""
+    """Accuracy of weighted voting (tts_engine.pipeline.aggregate: samples without an answer vote for nothing)."""
     right = [
         _vote_right(p, weighted_vote([extract_answer(t) for t in row], srow))
         for p, row, srow in zip(problems, texts, scores)
@@ -231,7 +231,7 @@ class RecomputeAsProcess:
                 whole = score.scores[SCORE_KIND]
                 steps = score.step_scores or [whole]
                 score.scores = {"process_final": whole, "process": whole}
-                score.scores.update({f"process_{how}": aggregate_steps(steps, how) for how in PROCESS_HEADLINES[1:]})
+                score.scores.update({f"process_{how}": reduce_steps(steps, how) for how in PROCESS_HEADLINES[1:]})
         return rows
 
 
@@ -239,7 +239,7 @@ def load_process_verifier(path: str, max_new_tokens: int | None = None):
     """A checkpoint's process verifier on the hf backend: its recompute check scored as a process verifier when the
     checkpoint serves that form (`verify_form: recompute`), else its written step verdicts."""
     from tts_engine.backends.hf import HFBackend
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
     from tts_engine.verifiers.process import ProcessVerifier
 
@@ -282,7 +282,7 @@ def run_table(
     file's samples, else the first generator's. Problems: the bundled set, or the task's problems at
     `problems_path` (from `tts train make-problems`)."""
     from tts_engine.backends.hf import HFBackend
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
 
     problems = task_problems(problems_path, limit_per_level)
     out = Path(out_dir)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tts_engine.aggregate import CURVE_AGGREGATIONS, aggregation_keys, vote_classes
+from tts_engine.pipeline.aggregate import CURVE_AGGREGATIONS, aggregation_keys, vote_classes
 
 
 def loop_vote_accuracy(

@@ -76,7 +76,7 @@ def shown_aggregations(c: dict[str, Any], every_row: bool) -> list[str]:
     headline kind's weighted and best-of-N, the likelihood baseline, the best confidence kind) at k = N."""
     if every_row:
         return list(c["aggregations"])
-    from tts_engine.summary import headline_rows
+    from tts_engine.running.summary import headline_rows
 
     at_n = {name: entry["accuracy"][-1] for name, entry in c["aggregations"].items() if name != "pass@k"}
     return ["pass@k", *headline_rows(at_n, headline_of(c))]

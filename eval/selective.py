@@ -10,9 +10,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tts_engine.aggregate import headline_vote
-from tts_engine.metrics import answer_metrics, reliability, risk_coverage
-from tts_engine.results import record_status
+from tts_engine.pipeline.aggregate import headline_vote
+from tts_engine.pipeline.metrics import answer_metrics, reliability, risk_coverage
+from tts_engine.running.results import record_status
 
 SIGNALS = ("p_correct", "confidence")
 

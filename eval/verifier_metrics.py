@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_engine.metrics import auroc, average_ranks, balanced_accuracy, reliability
+from tts_engine.pipeline.metrics import auroc, average_ranks, balanced_accuracy, reliability
 
 from .table import ResultsTable
 

@@ -2,8 +2,8 @@
 
 The page is one self-contained HTML file (style, script and data inline; no network), so it opens from disk and can
 be shared; `--port` serves the same page on localhost instead. Every figure on it comes from the code the other
-commands use: the summary from `tts_engine.summary`, the curves (with their standard errors) from
-`compute_curves`, the reliability bins from `tts_engine.metrics.reliability`. The page's script only draws them.
+commands use: the summary from `tts_engine.running.summary`, the curves (with their standard errors) from
+`compute_curves`, the reliability bins from `tts_engine.pipeline.metrics.reliability`. The page's script only draws them.
 
 The data is one JSON blob, parsed once; a problem's samples become DOM only when the problem is opened and the
 problem list is paged, so a 500 x 64 run stays quick to open (scripts/bench_view.py measures it, docs/view.md).
@@ -22,11 +22,11 @@ import click
 import numpy as np
 import orjson
 
-from tts_engine.aggregate import headline_vote
-from tts_engine.metrics import auroc, reliability
-from tts_engine.results import numbered_results, record_status, strategy_of, upgrade_record
+from tts_engine.pipeline.aggregate import headline_vote
+from tts_engine.pipeline.metrics import auroc, reliability
+from tts_engine.running.results import numbered_results, record_status, strategy_of, upgrade_record
+from tts_engine.running.summary import headline_rows, summarize
 from tts_engine.settings import Command, build, options, setting
-from tts_engine.summary import headline_rows, summarize
 
 log = logging.getLogger(__name__)
 

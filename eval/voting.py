@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tts_engine.aggregate import CURVE_AGGREGATIONS, aggregation_keys
+from tts_engine.pipeline.aggregate import CURVE_AGGREGATIONS, aggregation_keys
 
 ELEMENTS_PER_CALL = 1 << 22
 """Problems go to the kernel in chunks of at most this many subset entries (P x R x k), bounding memory."""

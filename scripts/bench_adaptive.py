@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tts_engine.engine import Engine
-from tts_engine.models import default_model_path, default_problems_path
-from tts_engine.problems import load_problems
+from tts_engine.inputs.models import default_model_path, default_problems_path
+from tts_engine.inputs.problems import load_problems
 from tts_engine.strategies.adaptive import AdaptiveConfig, confidence_key, parse_budgets
 
 GOAL_TOKEN_FRACTION = 0.6
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(model_line, flush=True)
     problems = pick_problems(args.problems, args.levels, args.limit)
     engine = Engine(model, backend=args.backend, verifier=args.verifier)
-    key = confidence_key(engine, args.confidence_from)
+    key = confidence_key(engine.parts, args.confidence_from)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"problems: {len(problems)} (levels {args.levels or 'all'}); confidence and accuracy from {key}", flush=True)

@@ -25,8 +25,8 @@ import time
 CHILD = r"""
 import json, sys, time
 from tts_engine.engine import Engine
-from tts_engine.models import default_problems_path
-from tts_engine.problems import load_problems
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import load_problems
 
 backend, strategy, limit, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 options = {"dtype": "float32", "enforce_eager": True} if backend == "vllm" else {}

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tts_engine.engine import Engine
-from tts_engine.models import default_problems_path
-from tts_engine.problems import load_problems
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import load_problems
 from tts_engine.strategies.adaptive import AdaptiveConfig
 from tts_engine.strategies.deepconf import DeepConfConfig
 from tts_engine.tasks.arith.generator import write_problem_set

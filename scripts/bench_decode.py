@@ -30,10 +30,10 @@ def main() -> None:
     import torch
 
     from tts_engine.backends.hf import HFBackend
-    from tts_engine.models import DEFAULT_MODEL, default_problems_path
+    from tts_engine.inputs.models import DEFAULT_MODEL, default_problems_path
+    from tts_engine.inputs.problems import load_problems
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
     from tts_engine.params import SamplingParams
-    from tts_engine.problems import load_problems
-    from tts_engine.prompts import PromptConfig, build_prompt
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -54,7 +54,7 @@ def timed(argv: list[str], log: Path) -> float:
 
 def compare(ray_out: Path, solve_out: Path) -> str:
     """How the Ray run's records compare with `tts solve`'s, problem by problem."""
-    from tts_engine.results import read_results
+    from tts_engine.running.results import read_results
 
     ray = {r["id"]: r for r in read_results(ray_out)}
     solo = {r["id"]: r for r in read_results(solve_out)}
@@ -109,7 +109,7 @@ def main() -> None:
     rows: list = []
     print(f"{os.cpu_count()} CPUs; {args.workers} workers; python {sys.version.split()[0]}", flush=True)
     fixed = ["--seed", "0", "--quiet"]
-    from tts_engine.models import default_problems_path
+    from tts_engine.inputs.models import default_problems_path
 
     outs = bench("bundled", str(default_problems_path()), fixed, 200, folder, args.workers, rows)
     check = compare(outs[f"tts launch --ray local --workers {args.workers}"], outs["tts solve"])

@@ -15,7 +15,7 @@ samples that are right: where the budget went).
         --ns 4,8,16,32,64 --seeds 0,1,2 --runs best-of-n,beam,dvts,particle,gibbs --resume
     python scripts/bench_search.py --set tts_engine/assets/problems/arith_levels1-5.jsonl --limit 20 \\
         --model tts_engine/assets/tango/generator \\
-        --verifier process --verifier-model tts_engine/assets/tango/verifier --step-aggregation min
+        --verifier process --verifier-model tts_engine/assets/tango/verifier --step-reduction min
 
 Each finished run appends its rows to OUT/rows.jsonl; `--resume` skips the runs found there (a run cut short
 is redone from the start, so its wall time is whole).
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tts_engine.engine import Engine
-from tts_engine.models import default_problems_path
-from tts_engine.problems import Problem, load_problems
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import Problem, load_problems
 from tts_engine.strategies.particle import ParticleConfig
 from tts_engine.strategies.search import SearchConfig
 
@@ -64,7 +64,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sweeps", type=int, default=2, help="particle Gibbs sweeps")
     ap.add_argument("--resample-temperature", type=float, default=1.0)
     ap.add_argument(
-        "--step-aggregation",
+        "--step-reduction",
         choices=["last", "min", "prod", "mean"],
         help="default: the step scorer's own (prod for the default's step checks, last otherwise)",
     )
@@ -122,16 +122,16 @@ def coverage(records: list[dict[str, Any]]) -> dict[str, float]:
 
 def solvers(args, engine, n: int, common: dict[str, Any]) -> dict[str, Callable[[Path], list[dict[str, Any]]]]:
     """Each run's solve (its results file as argument): every one `Engine.solve`, as `tts solve` calls it."""
-    search = SearchConfig(beam_width=args.beam_width, step_aggregation=args.step_aggregation, lookahead=args.lookahead)
+    search = SearchConfig(beam_width=args.beam_width, step_reduction=args.step_reduction, lookahead=args.lookahead)
     repeats = SearchConfig(
         beam_width=args.beam_width,
-        step_aggregation=args.step_aggregation,
+        step_reduction=args.step_reduction,
         lookahead=args.lookahead,
         filter_duplicates=False,
     )
-    particle = ParticleConfig(resample_temperature=args.resample_temperature, step_aggregation=args.step_aggregation)
+    particle = ParticleConfig(resample_temperature=args.resample_temperature, step_reduction=args.step_reduction)
     gibbs = ParticleConfig(
-        resample_temperature=args.resample_temperature, step_aggregation=args.step_aggregation, sweeps=args.sweeps
+        resample_temperature=args.resample_temperature, step_reduction=args.step_reduction, sweeps=args.sweeps
     )
     every = {
         "best-of-n": lambda out: engine.solve(common["problems"], n=n, out=out, **common["sampling"]),
@@ -163,7 +163,7 @@ def votes(run: str, kind: str, step: str) -> dict[str, str]:
 
 def run_all(args, engine, sets: list[tuple[str, list[Problem]]], rows_path: Path) -> list[dict[str, Any]]:
     kind = engine.headline_kind  # verifier_recompute for the default, process for a process verifier
-    step = f"step_{args.step_aggregation}"
+    step = f"step_{args.step_reduction}"
     done = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
     have = {(r["set"], r["seed"], r["n"], r["run"]) for r in done}
     out = Path(args.out)
@@ -299,11 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.model,
         verifier=args.verifier,
         verifier_model=args.verifier_model,
-        process_aggregation=args.step_aggregation or "last",
+        process_headline=args.step_reduction or "last",
     )
-    if args.step_aggregation is None:  # the scorer's own; each run below builds its own scorer, sharing no reads
-        scorer = engine.step_scorer(engine.prompt_config.step_delimiter)
-        args.step_aggregation = SearchConfig().for_scorer(scorer).step_aggregation
+    if args.step_reduction is None:  # the scorer's own; each run below builds its own scorer, sharing no reads
+        scorer = engine.parts.steps.scorer(engine.prompt_config.step_delimiter)
+        args.step_reduction = SearchConfig().for_scorer(scorer).step_reduction
     levels = None
     if args.levels:
         low, _, high = args.levels.partition("-")
@@ -316,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows_path.unlink(missing_ok=True)
     print(
         f"{engine.model_label}, verifier {args.verifier}, sets {[f'{name} ({len(p)})' for name, p in sets]}, "
-        f"T={args.temperature}, M={args.beam_width}, sweeps {args.sweeps}, aggregation {args.step_aggregation}, "
+        f"T={args.temperature}, M={args.beam_width}, sweeps {args.sweeps}, aggregation {args.step_reduction}, "
         f"resample T={args.resample_temperature}, lookahead {args.lookahead}, seeds {args.seeds}",
         flush=True,
     )

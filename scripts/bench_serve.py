@@ -27,8 +27,8 @@ import time
 import openai
 
 from tts_engine import Engine
-from tts_engine.models import default_problems_path
-from tts_engine.problems import load_problems
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import load_problems
 from tts_engine.serve.process import ServerProcess
 
 

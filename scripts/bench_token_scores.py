@@ -82,7 +82,7 @@ def scoring_step(rows: int, repeats: int) -> None:
 def whole_call(rows: int, repeats: int) -> None:
     from tts_engine.backends.base import PromptTooLongError
     from tts_engine.backends.hf import HFBackend
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.problems import load_problems
 
     class OldHF(HFBackend):
         @torch.inference_mode()

@@ -17,8 +17,8 @@ import time
 from typing import Any, Sequence
 
 from tts_engine.engine import Engine
-from tts_engine.models import default_problems_path
-from tts_engine.problems import load_problems
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import load_problems
 
 
 class EverySample:

@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from tts_engine.aggregate import vote_predictions
 from tts_engine.eval.synthetic import synthetic_records
 from tts_engine.eval.view import build_payload, page_html, write_page
+from tts_engine.pipeline.aggregate import vote_predictions
+from tts_engine.pipeline.records import SampleRecord
 
 
 def parse_args() -> argparse.Namespace:
@@ -56,7 +57,8 @@ def realistic(records: list[dict], lines: int, seed: int = 0) -> list[dict]:
             lean = 2.5 if s["correct"] else 0.5
             s["step_scores"] = [round(float(1 / (1 + np.exp(-rng.normal(lean, 1.5)))), 4) for _ in text]
         grades = [c["correct"] for c in r["classes"]]
-        r["aggregations"] = vote_predictions(r["samples"], grades, True)
+        votes = vote_predictions([SampleRecord.from_json(s) for s in r["samples"]], grades, True)
+        r["aggregations"] = {key: vote.to_json() for key, vote in votes.items()}
         r["run"] = {**r["run"], "headline_kind": "verifier_yes_no", "strategy": "fixed"}
     return records
 

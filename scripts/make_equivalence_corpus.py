@@ -26,7 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tts_engine.problems import load_problems
+from tts_engine.inputs.problems import load_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "eval" / "equivalence_corpus"

@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from tts_engine.backends.hf import HFBackend
-    from tts_engine.prompts import PromptConfig, build_prompt
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
     from tts_engine.tasks.arith.generator import load_problems
 
     problems = load_problems(args.problems)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from tts_engine.results import read_results
+from tts_engine.running.results import read_results
 from tts_engine.verifiers.checking import resolved_prefix
 
 

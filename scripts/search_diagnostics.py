@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from tts_engine.metrics import auroc
-from tts_engine.results import read_results
+from tts_engine.pipeline.metrics import auroc
+from tts_engine.running.results import read_results
 from tts_engine.tasks.arith.chain import apply, is_task_problem, problem_steps, read_step_line
 
 BOXED_PREFIX, BOXED_SUFFIX = "\\boxed{", "}"
@@ -59,7 +59,7 @@ def node_steps(nodes: dict[int, dict[str, Any]], node: dict[str, Any], delimiter
 
 
 def separation(right: list[float], wrong: list[float]) -> float:
-    """AUROC of right against wrong scores (`tts_engine.metrics.auroc`: ties count 1/2)."""
+    """AUROC of right against wrong scores (`tts_engine.pipeline.metrics.auroc`: ties count 1/2)."""
     return auroc(right + wrong, [True] * len(right) + [False] * len(wrong))
 
 

@@ -42,9 +42,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_prompts(model_path: str, count: int, backend):
     """(generation prompts, problem texts, prompt config) of the first `count` bundled problems."""
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
-    from tts_engine.prompts import PromptConfig, build_prompt
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
 
     config = PromptConfig.load(model_path)
     problems = load_problems(default_problems_path(), limit=count)
@@ -53,8 +53,8 @@ def load_prompts(model_path: str, count: int, backend):
 
 def check_scores(vllm_backend, hf_backend, model_path: str, args) -> dict:
     """Largest |vllm - hf| over the verification prompts of greedy solutions."""
+    from tts_engine.inputs.prompts import build_verify_prompt
     from tts_engine.params import SamplingParams
-    from tts_engine.prompts import build_verify_prompt
     from tts_engine.verifiers.unified import single_token_id, yes_no_scores
 
     prompts, texts, config = load_prompts(model_path, args.problems, vllm_backend)
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from tts_engine.backends.hf import HFBackend
     from tts_engine.backends.vllm import VLLMBackend
-    from tts_engine.models import resolve_model
+    from tts_engine.inputs.models import resolve_model
 
     model_path, label = resolve_model(args.model)
     print(f"model: {label}", flush=True)

@@ -12,14 +12,14 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from tts_engine.models import (  # noqa: E402
+from tts_engine.inputs.models import (  # noqa: E402
     DEFAULT_MODEL,
     TANGO_GENERATOR,
     TANGO_VERIFIER,
     MissingAssetError,
     require_checkpoint,
 )
-from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint  # noqa: E402
+from tts_engine.inputs.tiny import TinyModelConfig, save_tiny_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="session")

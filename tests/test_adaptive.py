@@ -2,12 +2,13 @@
 
 import pytest
 
-from tts_engine.aggregate import aggregation_keys
 from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
+from tts_engine.inputs.problems import Problem
 from tts_engine.params import SamplingParams
-from tts_engine.problems import Problem
-from tts_engine.results import read_results
+from tts_engine.pipeline.aggregate import aggregation_keys
+from tts_engine.pipeline.records import ProblemRecord, SampleRecord, VoteRecord
+from tts_engine.running.results import read_results
 from tts_engine.strategies import record_kinds
 from tts_engine.strategies.adaptive import AdaptiveConfig, check_budgets, confidence_key, parse_budgets
 from tts_engine.strategies.rounds import continue_samples, derive_seed, join_continuation, record_confidence
@@ -163,7 +164,7 @@ def test_a_problem_whose_samples_all_stopped_is_not_continued(engine, calls):
 
 
 def test_confidence_from_is_validated_and_recorded(engine):
-    assert confidence_key(engine, None) == "weighted:verifier_yes_no"
+    assert confidence_key(engine.parts, None) == "weighted:verifier_yes_no"
     from types import SimpleNamespace
 
     from tts_engine.engine import headline_kind
@@ -180,9 +181,9 @@ def test_confidence_from_is_validated_and_recorded(engine):
 
 def test_process_verifier_headlines_its_aggregation(tiny_model_dir):
     """With a process verifier and no confidence_from, adaptive stops on the process score it votes with."""
-    process = Engine(tiny_model_dir, verifier="process", verifier_model=tiny_model_dir, process_aggregation="min")
-    key = confidence_key(process, None)
-    assert key == "weighted:process" and key in aggregation_keys(record_kinds(process, "adaptive-n", None, 20))
+    process = Engine(tiny_model_dir, verifier="process", verifier_model=tiny_model_dir, process_headline="min")
+    key = confidence_key(process.parts, None)
+    assert key == "weighted:process" and key in aggregation_keys(record_kinds(process.parts, "adaptive-n", None, 20))
     records = solve_adaptive_n(process, PROBLEMS[:1], wave=2, min_n=2, max_n=2, max_new_tokens=8, progress=False)
     assert records[0]["adaptive"]["confidence_from"] == "weighted:process"
     assert "weighted:process" in records[0]["aggregations"]
@@ -229,14 +230,14 @@ def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
 
 def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls, monkeypatch):
     scored = []  # (problem id, sample text, verifier tokens) of every sample of every wave
-    original = engine.score_samples
+    original = engine.parts.pipeline.records
 
-    def score_samples(problems, *args, **kwargs):
-        records = original(problems, *args, **kwargs)
-        scored.extend((p.id, s["text"], s["verifier_tokens"]) for p, r in zip(problems, records) for s in r["samples"])
-        return records
+    def records(problems, *args, **kwargs):
+        built = original(problems, *args, **kwargs)
+        scored.extend((p.id, s.text, s.verifier_tokens) for p, r in zip(problems, built) for s in r.samples)
+        return built
 
-    monkeypatch.setattr(engine, "score_samples", score_samples)
+    monkeypatch.setattr(engine.parts.pipeline, "records", records)
     records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6, progress=False)
     assert [c[1].n for c in calls] == [3, 3, 1]
     assert len({c[1].seed for c in calls}) == 3
@@ -296,17 +297,20 @@ def test_first_round_draws_the_samples_of_a_fixed_run(engine):
         assert record["time_s"] > 0
 
 
+def scored(answer_class: int, kind: str, score: float) -> SampleRecord:
+    return SampleRecord("", None, answer_class, "ok", None, 1, "stop", {kind: score})
+
+
+def voted(samples: list[SampleRecord], *keys: str) -> ProblemRecord:
+    """A record whose votes `keys` each give its one class a share of 1."""
+    votes = {key: VoteRecord("1", 0, 1.0, None) for key in keys}
+    return ProblemRecord(Problem("p", "?"), samples=samples, aggregations=votes)
+
+
 def test_confidence_over_all_samples_counts_the_unanswered_ones():
-    samples = [
-        {"answer_class": 0, "scores": {"verifier_yes_no": 0.9}},
-        {"answer_class": -1, "scores": {"verifier_yes_no": 0.3}},
-        {"answer_class": 0, "scores": {"verifier_yes_no": 0.6}},
-        {"answer_class": -1, "scores": {"verifier_yes_no": 0.2}},
-    ]
-    record = {
-        "samples": samples,
-        "aggregations": {"majority": {"confidence": 1.0}, "weighted:verifier_yes_no": {"confidence": 1.0}},
-    }
+    kind = "verifier_yes_no"
+    samples = [scored(0, kind, 0.9), scored(-1, kind, 0.3), scored(0, kind, 0.6), scored(-1, kind, 0.2)]
+    record = voted(samples, "majority", "weighted:verifier_yes_no")
     assert record_confidence(record, "majority") == 1.0
     assert record_confidence(record, "majority", "all") == 0.5
     assert record_confidence(record, "weighted:verifier_yes_no", "all") == pytest.approx(1.5 / 2.0)
@@ -315,8 +319,8 @@ def test_confidence_over_all_samples_counts_the_unanswered_ones():
 
 
 def test_confidence_over_samples_counts_a_verifiers_doubt():
-    doubted = [{"answer_class": 0, "scores": {"verifier_answer": 0.05}}] * 2  # two samples, same answer, rejected
-    record = {"samples": doubted, "aggregations": {"weighted:verifier_answer": {"confidence": 1.0}}}
+    doubted = [scored(0, "verifier_answer", 0.05)] * 2  # two samples, same answer, rejected
+    record = voted(doubted, "weighted:verifier_answer")
     assert record_confidence(record, "weighted:verifier_answer") == 1.0  # a share among themselves: would stop
     assert record_confidence(record, "weighted:verifier_answer", "samples") == pytest.approx(0.05)
 

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from tts_engine.cli import main
-from tts_engine.results import read_results
+from tts_engine.running.results import read_results
 
 
 @pytest.fixture

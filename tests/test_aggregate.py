@@ -2,8 +2,8 @@ import doctest
 
 import pytest
 
-import tts_engine.aggregate as aggregate
-from tts_engine.aggregate import vote_classes
+import tts_engine.pipeline.aggregate as aggregate
+from tts_engine.pipeline.aggregate import vote_classes
 
 
 def test_docstring_examples_run():

@@ -13,8 +13,8 @@ import torch
 
 from tts_engine.backends import openai as ob
 from tts_engine.backends.hf import HFBackend
+from tts_engine.inputs.tiny import TinyModelConfig, save_tiny_checkpoint
 from tts_engine.params import SamplingParams
-from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
 
 MODEL_NAME = "tiny"
 API_KEY = "secret"

@@ -33,7 +33,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from tts_engine.tiny import save_tiny_checkpoint
+    from tts_engine.inputs.tiny import save_tiny_checkpoint
 
     model = str(save_tiny_checkpoint(tmp_path_factory.mktemp("served") / "tiny"))
     port = _free_port()
@@ -88,7 +88,7 @@ def server(tmp_path_factory):
 
 def test_solve_through_a_real_server_matches_hf_greedy(server, tmp_path):
     from tts_engine.engine import Engine
-    from tts_engine.problems import Problem
+    from tts_engine.inputs.problems import Problem
 
     model, url = server
     problems = [Problem(f"p{i}", f"{i}+{i}=", str(2 * i)) for i in range(4)]
@@ -131,7 +131,7 @@ def test_continuation_logprobs_through_a_real_server_match_hf(server):
 def test_beam_search_through_a_real_server_matches_hf(server):
     """A search strategy on the openai backend: step scores from the server's verdict log-probs, as on hf."""
     from tts_engine.engine import Engine
-    from tts_engine.problems import Problem
+    from tts_engine.inputs.problems import Problem
 
     model, url = server
     problems = [Problem(f"p{i}", f"{i}+{i}=", str(2 * i)) for i in range(2)]

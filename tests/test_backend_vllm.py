@@ -150,7 +150,7 @@ def test_parse_continuation_reads_the_continuation_positions():
 def test_checkpoint_num_parameters_matches_the_model(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
+    from tts_engine.inputs.tiny import TinyModelConfig, save_tiny_checkpoint
 
     path = save_tiny_checkpoint(
         tmp_path / "m", TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)

@@ -20,7 +20,7 @@ PROMPTS = ["12+7=", "Compute 3*4 and explain step by step.\n", "x y z\n"]
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from tts_engine.tiny import save_tiny_checkpoint
+    from tts_engine.inputs.tiny import save_tiny_checkpoint
 
     return str(save_tiny_checkpoint(tmp_path_factory.mktemp("vllm") / "tiny"))
 

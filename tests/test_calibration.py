@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tts_engine.calibration import (
+from tts_engine.inputs.problems import Problem
+from tts_engine.pipeline.calibration import (
     FILE_NAME,
     VOTES_ONLY,
     Calibration,
@@ -21,30 +22,30 @@ from tts_engine.calibration import (
     find_calibration,
     fit_logistic,
     load_calibration,
-    mark_abstentions,
 )
-from tts_engine.metrics import answer_metrics, aurc, reliability, risk_coverage
+from tts_engine.pipeline.metrics import answer_metrics, aurc, reliability, risk_coverage
+from tts_engine.pipeline.records import AnswerClass, ProblemRecord, SampleRecord
 
 KIND = "verifier_recompute"
 
 
-def sample(answer_class: int, score: float, likelihood: float = 0.5) -> dict:
+def sample(answer_class: int, score: float | None, likelihood: float = 0.5) -> SampleRecord:
+    """A sample record of `answer_class` (-1: no answer) with a KIND score (None: the verifier gave none)."""
     answer = str(answer_class) if answer_class >= 0 else None
-    return {"answer": answer, "answer_class": answer_class, "scores": {KIND: score, "likelihood": likelihood}}
+    scores = {"likelihood": likelihood} | ({KIND: score} if score is not None else {})
+    return SampleRecord("", answer, answer_class, "ok", None, 1, "stop", scores)
 
 
-def record(samples: list[dict], grades: list[bool | None]) -> dict:
-    """A results record of `samples` with one class per grade, its votes from the engine's own aggregation."""
-    from tts_engine.aggregate import vote_predictions
+def record(samples: list[SampleRecord], grades: list[bool | None]) -> ProblemRecord:
+    """A record of `samples` with one class per grade, its votes from the engine's own aggregation."""
+    from tts_engine.pipeline.aggregate import vote_predictions
 
-    return {
-        "id": "p",
-        "reference": "1",
-        "status": "ok",
-        "samples": samples,
-        "classes": [{"answer": str(c), "correct": g} for c, g in enumerate(grades)],
-        "aggregations": vote_predictions(samples, grades, has_reference=True),
-    }
+    return ProblemRecord(
+        Problem("p", "?", "1"),
+        samples=samples,
+        classes=[AnswerClass(str(c), 1, g) for c, g in enumerate(grades)],
+        aggregations=vote_predictions(samples, grades, has_reference=True),
+    )
 
 
 def test_class_features_read_the_class_absolutely_not_as_a_share():
@@ -58,33 +59,33 @@ def test_class_features_read_the_class_absolutely_not_as_a_share():
 
 
 def test_a_sample_without_the_kinds_score_counts_as_rejected():
-    samples = [sample(0, 0.9), {**sample(0, 0.0), "scores": {"likelihood": 0.5}}]
+    samples = [sample(0, 0.9), sample(0, None)]
     assert class_features(samples, 0, KIND)["score_mean"] == pytest.approx(math.log(0.45 / 0.55))
 
 
 def test_uncalibrated_p_correct_is_low_where_every_sample_is_rejected_though_the_share_is_one():
     r = record([sample(0, 0.0004), sample(0, 0.0001), sample(0, 0.0002)], [False])
     Calibration([], "test", KIND).annotate(r)
-    vote = r["aggregations"][f"weighted:{KIND}"]
-    assert vote["confidence"] == pytest.approx(1.0)
-    assert vote["p_correct"] == pytest.approx(0.0004)
-    assert r["classes"][0]["p_correct"] == pytest.approx(0.0004)
+    vote = r.aggregations[f"weighted:{KIND}"]
+    assert vote.confidence == pytest.approx(1.0)
+    assert vote.p_correct == pytest.approx(0.0004)
+    assert r.classes[0].p_correct == pytest.approx(0.0004)
 
 
 def test_without_a_verifier_kind_the_uncalibrated_mapping_is_the_sample_share():
-    samples = [{**sample(c, 0.0), "scores": {"likelihood": 0.5}} for c in (0, 0, 1, -1)]
+    samples = [sample(c, None) for c in (0, 0, 1, -1)]
     r = record(samples, [True, False])
     calibration = Calibration([], "test", None)
     calibration.annotate(r)
-    assert r["aggregations"]["majority"]["p_correct"] == pytest.approx(0.5)
-    assert r["classes"][1]["p_correct"] == pytest.approx(0.25)
+    assert r.aggregations["majority"].p_correct == pytest.approx(0.5)
+    assert r.classes[1].p_correct == pytest.approx(0.25)
     assert "share of the samples" in calibration.describe(["likelihood"])
 
 
 def test_a_vote_with_no_answer_has_p_correct_zero():
     r = record([sample(-1, 0.9)], [])
     Calibration([], "test", KIND).annotate(r)
-    assert all(v["p_correct"] == 0.0 for v in r["aggregations"].values())
+    assert all(v.p_correct == 0.0 for v in r.aggregations.values())
 
 
 def synthetic_answers(seed: int, size: int) -> tuple[list[dict], list[bool]]:
@@ -121,13 +122,13 @@ def test_a_fit_needs_both_right_and_wrong_answers():
 
 def test_answer_examples_take_the_votes_of_every_prefix_of_the_samples():
     samples = [sample(0, 0.9), sample(1, 0.1), sample(1, 0.2), sample(1, 0.05)]
-    examples, labels, ids = answer_examples([record(samples, [True, False])], KIND)
+    examples, labels, ids = answer_examples([record(samples, [True, False]).to_json()], KIND)
     # prefixes of 1, 2 and 4 samples: every vote picks class 0 at 1 and 2 (a tie goes to the first seen); at 4
     # majority picks class 1 (three samples) and the verifier's vote class 0
     assert len(examples) == len(labels) == len(ids) == 4
     assert sorted(labels) == [False, True, True, True]
     assert [e["log_n"] for e in examples] == [0.0, 1.0, 2.0, 2.0]
-    assert answer_examples([{**record(samples, [True, False]), "reference": None}], KIND)[0] == []
+    assert answer_examples([{**record(samples, [True, False]).to_json(), "reference": None}], KIND)[0] == []
 
 
 def test_calibration_file_round_trip_and_lookup_beside_a_checkpoint(tmp_path):
@@ -161,16 +162,17 @@ def test_the_fit_of_the_kind_the_samples_carry_is_used_else_the_votes_only_fit()
     assert calibration.fit_for(["likelihood"]) is vote_fit
     r = record([sample(0, 0.5)], [True])
     calibration.annotate(r)
-    assert r["aggregations"]["majority"]["p_correct"] == pytest.approx(0.5)  # sigmoid(logit(.5))
+    assert r.aggregations["majority"].p_correct == pytest.approx(0.5)  # sigmoid(logit(.5))
 
 
 def test_abstention_marks_the_votes_below_the_threshold_and_keeps_their_answers():
     r = record([sample(0, 0.3), sample(1, 0.95)], [False, True])
     Calibration([], "test", KIND).annotate(r)
-    mark_abstentions(r, 0.5)
-    assert r["aggregations"][f"weighted:{KIND}"]["abstained"] is False
-    majority = r["aggregations"]["majority"]  # a tie broken by the first seen: class 0, p .3
-    assert majority["abstained"] is True and majority["answer_class"] == 0 and majority["p_correct"] == 0.3
+    r.mark_abstentions(0.5)
+    assert r.aggregations[f"weighted:{KIND}"].abstained is False
+    majority = r.aggregations["majority"]  # a tie broken by the first seen: class 0, p .3
+    assert majority.abstained is True and majority.answer_class == 0 and majority.p_correct == 0.3
+    assert [c.abstained for c in r.classes] == [True, False]  # the classes too (a served choice is a class)
 
 
 def test_risk_coverage_and_aurc():
@@ -211,14 +213,14 @@ def labelled_runs(tmp_path_factory, default_model_dir):
 
 
 def _bundled():
-    from tts_engine.models import default_problems_path
+    from tts_engine.inputs.models import default_problems_path
 
     return default_problems_path()
 
 
 def test_calibrate_fits_a_run_and_solve_uses_the_file(labelled_runs):
     from tts_engine.cli import main
-    from tts_engine.results import read_results
+    from tts_engine.running.results import read_results
 
     folder, (first, second) = labelled_runs
     result = CliRunner().invoke(main, ["calibrate", str(first), "--out", str(folder / "cal.json"), "--holdout", "0.3"])

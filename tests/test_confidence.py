@@ -9,11 +9,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tts_engine.aggregate import aggregation_keys, filter_top, vote_classes
 from tts_engine.backends import openai as ob
 from tts_engine.backends import vllm as vb
 from tts_engine.backends.base import Sample
-from tts_engine.confidence import (
+from tts_engine.engine import Engine
+from tts_engine.inputs.problems import Problem
+from tts_engine.params import SamplingParams
+from tts_engine.pipeline.aggregate import aggregation_keys, filter_top, vote_classes
+from tts_engine.pipeline.confidence import (
     CONFIDENCE_KINDS,
     confidence_scores,
     from_score,
@@ -24,9 +27,6 @@ from tts_engine.confidence import (
     trace_confidences,
     window_confidence,
 )
-from tts_engine.engine import Engine
-from tts_engine.params import SamplingParams
-from tts_engine.problems import Problem
 from tts_engine.strategies.rounds import join_continuation
 
 

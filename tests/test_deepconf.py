@@ -8,14 +8,13 @@ import math
 import pytest
 
 from tts_engine.backends.base import Sample
-from tts_engine.calibration import Calibration
-from tts_engine.confidence import group_confidences, percentile_threshold
 from tts_engine.engine import Engine
-from tts_engine.problems import Problem
-from tts_engine.strategies import deepconf as dc
-from tts_engine.strategies.deepconf import DeepConfConfig, revote, stop_low
-
-UNCALIBRATED = Calibration([], "test")
+from tts_engine.inputs.problems import Problem
+from tts_engine.pipeline.aggregate import vote_predictions
+from tts_engine.pipeline.build import voting_samples
+from tts_engine.pipeline.confidence import group_confidences, percentile_threshold
+from tts_engine.pipeline.records import SampleRecord
+from tts_engine.strategies.deepconf import DeepConfConfig, stop_low, votes_from
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(2)]
 
@@ -73,7 +72,7 @@ def test_thresholds_are_the_percentile_of_the_warm_ups_lowest_group(engine, monk
 
 
 def test_chunked_stop_on_backends_without_an_in_loop_stop(engine, monkeypatch):
-    monkeypatch.setattr(dc, "IN_LOOP_BACKENDS", ())
+    monkeypatch.setattr(engine.backend, "stops_in_loop", False)
     seen = []
     original = engine.backend.generate
     monkeypatch.setattr(engine.backend, "generate", lambda p, params: seen.append(params) or original(p, params))
@@ -99,27 +98,23 @@ def test_stop_low_marks_only_samples_with_a_low_window():
 
 def test_stopped_samples_vote_for_nothing_or_low():
     def sample(answer, cls, reason, conf):
-        return {
-            "answer": answer,
-            "answer_class": cls,
-            "finish_reason": reason,
-            "scores": {"likelihood": 0.5, "conf_tail": conf},
-        }
+        return SampleRecord(answer, answer, cls, "ok", cls == 0, 1, reason, {"likelihood": 0.5, "conf_tail": conf})
 
-    record = {
-        "reference": "1",
-        "classes": [{"answer": "1", "correct": True}, {"answer": "2", "correct": False}],
-        "samples": [
-            sample("1", 0, "stop", 0.9),
-            sample("2", 1, "low_confidence", 0.2),
-            sample("2", 1, "low_confidence", 0.2),
-        ],
-    }
-    revote(record, "none", UNCALIBRATED)
-    assert record["aggregations"]["majority"]["answer"] == "1" and record["aggregations"]["majority"]["correct"]
-    revote(record, "low", UNCALIBRATED)
-    assert record["aggregations"]["majority"]["answer"] == "2"  # two stopped votes outnumber one
-    assert record["aggregations"]["weighted:conf_tail"]["answer"] == "1"  # but weigh less
+    samples = [
+        sample("1", 0, "stop", 0.9),
+        sample("2", 1, "low_confidence", 0.2),
+        sample("2", 1, "low_confidence", 0.2),
+    ]
+
+    def votes(stopped_votes):
+        return vote_predictions(voting_samples(samples, votes_from(stopped_votes)), [True, False], has_reference=True)
+
+    none = votes("none")
+    assert none["majority"].answer == "1" and none["majority"].correct
+    low = votes("low")
+    assert low["majority"].answer == "2"  # two stopped votes outnumber one
+    assert low["weighted:conf_tail"].answer == "1"  # but weigh less
+    assert [s.answer for s in samples] == ["1", "2", "2"]  # the record keeps every answer
 
 
 def test_bad_settings_fail_early(engine):

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 from tts_engine.cli import main
 from tts_engine.engine import Engine
-from tts_engine.problems import load_problems
-from tts_engine.results import ResultsWriter, read_results
+from tts_engine.inputs.problems import load_problems
+from tts_engine.running.results import ResultsWriter, read_results
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ its records as problems finish, and resumes."""
 import pytest
 
 from tts_engine.engine import Engine
-from tts_engine.problems import Problem
-from tts_engine.results import read_results, strategy_of
+from tts_engine.inputs.problems import Problem
+from tts_engine.running.results import read_results, strategy_of
 from tts_engine.strategies import strategies
 from tts_engine.strategies.adaptive import AdaptiveConfig
 from tts_engine.strategies.deepconf import DeepConfConfig

@@ -7,13 +7,13 @@ from math import comb
 import numpy as np
 import pytest
 
-from tts_engine.aggregate import vote_classes
 from tts_engine.eval.curves import compute_curves, per_problem_accuracy
 from tts_engine.eval.pass_at_k import pass_at_k
 from tts_engine.eval.reference import loop_vote_accuracy
 from tts_engine.eval.subsets import SubsetDrawer, all_subsets, subset_sizes
 from tts_engine.eval.synthetic import records_from_arrays, synthetic_records
 from tts_engine.eval.table import table_from_records
+from tts_engine.pipeline.aggregate import vote_classes
 
 IMPLS = ["prefix", "torch"]
 

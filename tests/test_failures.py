@@ -9,9 +9,9 @@ from tts_engine.backends.base import PromptFailedError
 from tts_engine.cli import main
 from tts_engine.engine import Engine
 from tts_engine.eval.table import load_results
-from tts_engine.problems import load_problems
-from tts_engine.results import read_results
-from tts_engine.summary import format_summary, summarize
+from tts_engine.inputs.problems import load_problems
+from tts_engine.running.results import read_results
+from tts_engine.running.summary import format_summary, summarize
 
 LONG = "Compute " + "+".join(["1"] * 700) + "."  # about 1,400 characters: more than the tiny model's 1,024
 

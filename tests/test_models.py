@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tts_engine import models
-from tts_engine.models import (
+from tts_engine.inputs import models
+from tts_engine.inputs.models import (
     ASSETS,
     DEFAULT_MODEL,
     SERVING_FILES,

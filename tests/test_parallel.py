@@ -8,9 +8,16 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from tts_engine.cli_parallel import launch, merge
-from tts_engine.parallel import build_workers, gpu_groups, merge_results, parse_shard, shard_path, shard_problems
-from tts_engine.results import read_results
+from tts_engine.cli.parallel import launch, merge
+from tts_engine.launch.shards import (
+    build_workers,
+    gpu_groups,
+    merge_results,
+    parse_shard,
+    shard_path,
+    shard_problems,
+)
+from tts_engine.running.results import read_results
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 
+from tts_engine.inputs.prompts import PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import PromptConfig, build_prompt, build_verify_prompt
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ def test_resampling_weights_are_a_softmax_of_the_scores_logits_at_a_temperature(
         ({"resample_temperature": -1.0}, "resample_temperature must be a number > 0"),
         ({"sweeps": 0}, "sweeps must be an integer >= 1"),
         ({"max_steps": 0}, "max_steps must be an integer >= 1"),
-        ({"step_aggregation": "median"}, "step_aggregation must be one of"),
+        ({"step_reduction": "median"}, "step_reduction must be one of"),
     ],
 )
 def test_bad_settings_name_the_setting(settings, message):
@@ -136,8 +136,8 @@ def test_particle_filtering_on_the_embedded_default_reads_each_new_step_once():
 
 
 def _bundled():
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
 
     return load_problems(default_problems_path())
 

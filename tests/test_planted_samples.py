@@ -45,7 +45,7 @@ def test_samples_files_are_checked_against_the_problem_set(tmp_path):
 def test_the_table_verifies_a_samples_file_before_any_generator(tmp_path, default_model_dir):
     from tts_engine.backends.hf import HFBackend
     from tts_engine.eval.process_eval import run_table
-    from tts_engine.prompts import PromptConfig, build_prompt
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
     from tts_engine.tasks.arith.generator import write_problem_set
 
     problems = write_problem_set(tmp_path / "set.jsonl", seed=3, per_level=2, levels=(4, 5))

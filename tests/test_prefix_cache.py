@@ -8,8 +8,8 @@ import torch
 
 from tts_engine.backends.hf import HFBackend
 from tts_engine.backends.prefix_cache import PrefixCache
+from tts_engine.inputs.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 from tts_engine.params import SamplingParams
-from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
+from tts_engine.inputs.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 from tts_engine.verifiers.prm import (
     PRM_FORMATS,
     MathShepherdPRM,

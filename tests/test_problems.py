@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tts_engine.problems import load_problems
+from tts_engine.inputs.problems import load_problems
 
 SHARED = {
     "math500.jsonl": (500, "test/precalculus/807.json", "\\left( 3, \\frac{\\pi}{2} \\right)"),

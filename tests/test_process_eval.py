@@ -13,8 +13,8 @@ from tts_engine.eval.process_eval import (
     tagged_solution,
     weighted_vote_accuracy,
 )
-from tts_engine.steps import split_steps
 from tts_engine.verifiers.process import ProcessSampleScore
+from tts_engine.verifiers.steps import split_steps
 
 PROBLEM = "Compute left to right: 28*4-18+80."
 RIGHT = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"

@@ -8,14 +8,9 @@ import math
 import pytest
 
 from tts_engine.backends.base import Sample
-from tts_engine.tiny import build_char_tokenizer
-from tts_engine.verifiers.process import (
-    ProcessVerifier,
-    aggregate_steps,
-    parse_verification,
-    render_verification,
-    verdict_prefix,
-)
+from tts_engine.inputs.tiny import build_char_tokenizer
+from tts_engine.verifiers.process import ProcessVerifier, parse_verification, render_verification, verdict_prefix
+from tts_engine.verifiers.steps import reduce_steps
 
 
 @pytest.mark.parametrize("form", ["compact", "tango"])
@@ -62,14 +57,14 @@ def test_missing_verdict_is_recorded_and_forced():
     assert forced and prefix.endswith("\nverdict:")
 
 
-def test_aggregations():
+def test_step_reductions():
     s = [0.9, 0.5, 0.8]
-    assert aggregate_steps(s, "min") == 0.5
-    assert aggregate_steps(s, "prod") == pytest.approx(0.36)
-    assert aggregate_steps(s, "mean") == pytest.approx(2.2 / 3)
-    assert aggregate_steps(s, "last") == 0.8
-    with pytest.raises(ValueError, match="step aggregation"):
-        aggregate_steps(s, "max")
+    assert reduce_steps(s, "min") == 0.5
+    assert reduce_steps(s, "prod") == pytest.approx(0.36)
+    assert reduce_steps(s, "mean") == pytest.approx(2.2 / 3)
+    assert reduce_steps(s, "last") == 0.8
+    with pytest.raises(ValueError, match="step reduction"):
+        reduce_steps(s, "max")
 
 
 LOG_06, LOG_02 = math.log(0.6), math.log(0.2)
@@ -113,7 +108,7 @@ def test_scores_of_every_kind_and_status():
     solutions = [["1+2=3\n\\boxed{3}", "1+2=4\n\\boxed{4}"], ["5-1=4\n4*2=8\n\\boxed{8}"]]
     outputs = ["1:+\n2:+\nverdict:Yes", "1:-\n2:-\nverdict:No", "nonsense"]
     backend = FakeBackend(outputs)
-    verifier = ProcessVerifier(backend, aggregation="min")
+    verifier = ProcessVerifier(backend, headline="min")
     scored = verifier.score(["q1", "q2"], ["q1\n", "q2\n"], solutions)
     assert [len(r) for r in scored] == [2, 1]
     a, b, c = scored[0][0], scored[0][1], scored[1][0]
@@ -132,8 +127,8 @@ def test_scores_of_every_kind_and_status():
 
 
 def test_bad_settings_are_named():
-    with pytest.raises(ValueError, match="aggregation"):
-        ProcessVerifier(FakeBackend([]), aggregation="max")
+    with pytest.raises(ValueError, match="headline"):
+        ProcessVerifier(FakeBackend([]), headline="max")
     with pytest.raises(ValueError, match="form"):
         ProcessVerifier(FakeBackend([]), form="long")
 
@@ -149,7 +144,7 @@ def test_runs_on_a_real_tiny_model(hf_backend):
 
 
 def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.verifiers import make_verifier
     from tts_engine.verifiers.checking import CheckingVerifier
 
@@ -171,7 +166,7 @@ def test_checking_verifier_reads_a_written_check_as_the_unified_verifier():
 
 
 def test_an_unknown_verify_form_fails_naming_the_registered_ones():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.verifiers import make_verifier
 
     with pytest.raises(ValueError, match=r"verify_form must be one of \[.*'recompute'.*'yes_no'\], got 'maybe'"):
@@ -179,7 +174,7 @@ def test_an_unknown_verify_form_fails_naming_the_registered_ones():
 
 
 def test_check_step_scorer_reads_the_marks_of_a_partial_solution():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.verifiers.checking import CheckingVerifier, CheckStepScorer
 
     config = PromptConfig(use_chat_template=False, verify_form="check")
@@ -226,7 +221,7 @@ class ContinuationBackend(FakeBackend):
 
 def resolving_config(**overrides):
     """A re-solving checkpoint's prompt settings (plain template, "Again." request), with `overrides`."""
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
 
     settings = dict(use_chat_template=False, verify_form="check", check_suffix="<|endoftext|>Again.\n")
     return PromptConfig(**settings, check_answer_score=True, **overrides)
@@ -263,7 +258,7 @@ def test_resolving_verifier_scores_the_solutions_answer_after_the_re_solve():
 
 
 def test_path_verifier_reads_the_path_alone_without_a_re_solve():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.verifiers import make_verifier
     from tts_engine.verifiers.checking import PathVerifier
 
@@ -306,7 +301,7 @@ def test_path_step_scorer_reads_each_new_step_once():
 
 
 def test_resolving_verifier_needs_a_backend_that_scores_continuations():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.verifiers import make_verifier
 
     config = PromptConfig(use_chat_template=False, verify_form="check", check_answer_score=True)
@@ -369,7 +364,7 @@ def test_several_sampled_re_solves_average_the_answer_score():
     ],
 )
 def test_re_solve_settings_are_validated(settings, message):
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
 
     with pytest.raises(ValueError, match=message):
         PromptConfig(verify_form="check", check_answer_score=True, **settings)

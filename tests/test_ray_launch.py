@@ -20,19 +20,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tts_engine.cli_parallel import launch
-from tts_engine.problems import Problem
-from tts_engine.ray_launch import (
+from tts_engine.cli.parallel import launch, parse_launch
+from tts_engine.config import Job, RunConfig
+from tts_engine.inputs.problems import Problem
+from tts_engine.launch.ray import (
     MAX_WORKER_DEATHS,
     Driver,
     LaunchError,
-    RaySettings,
-    SolveJob,
+    RayConfig,
     chunk_size,
     launch_on_ray,
     make_chunks,
 )
-from tts_engine.results import read_results
+from tts_engine.running.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVE = ["--n", "2", "--max-new-tokens", "24", "--seed", "3"]
@@ -69,7 +69,7 @@ def by_id(path: Path) -> dict[str, dict]:
 
 # --- no cluster needed -----------------------------------------------------------------------------------
 def test_import_never_imports_ray():
-    code = "import sys, tts_engine, tts_engine.cli, tts_engine.cli_parallel, tts_engine.ray_launch; print('ray' in sys.modules)"
+    code = "import sys, tts_engine, tts_engine.cli.commands, tts_engine.cli.parallel, tts_engine.launch.ray; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -159,7 +159,7 @@ def test_a_dead_workers_chunk_is_retried_and_a_poison_problem_fails_alone():
     problems = [Problem(f"p{i}", "x") for i in range(8)]
     pids = iter(range(100, 200))
     chunks = [problems[i : i + 4] for i in range(0, 8, 4)]
-    driver = Driver(ray, lambda: FakeActor(ray, next(pids)), SolveJob(None, "fixed", None, None), run, chunks, 2, print)
+    driver = Driver(ray, lambda: FakeActor(ray, next(pids)), Job(None, RunConfig(), None), run, chunks, 2, print)
     driver.loop()
     assert sorted(r["id"] for r in run.written) == [f"p{i}" for i in range(8)]  # every problem, once
     failed = [r for r in run.written if r["status"] != "ok"]
@@ -181,7 +181,7 @@ def test_an_actor_that_cannot_build_its_engine_stops_the_run():
             error.actor_init_failed = True
             self.describe = type("M", (), {"remote": lambda _: error})()
 
-    driver = Driver(ray, lambda: Broken(ray), SolveJob(None, "fixed", None, None), run, [[Problem("a", "x")]], 1, print)
+    driver = Driver(ray, lambda: Broken(ray), Job(None, RunConfig(), None), run, [[Problem("a", "x")]], 1, print)
     with pytest.raises(LaunchError, match="could not build its engine: OSError: no such model: /nope"):
         driver.loop()
 
@@ -242,10 +242,10 @@ def test_a_killed_actor_loses_nothing(ray_cluster, solved, tiny_model_dir, tmp_p
         if match and line.endswith("ready") and not killed:  # the first worker ready: it holds a chunk soon
             killed.append(int(match.group(1)))
 
-    settings = RaySettings("auto", workers=2, chunk_size=1)  # a ready worker always holds a chunk
+    settings = RayConfig("auto", workers=2, chunk_size=1)  # a ready worker always holds a chunk
     runner = threading.Thread(
         target=launch_on_ray,
-        args=(str(problems), str(out), [*solve_args(tiny_model_dir), "--quiet"], settings, echo, echo),
+        args=(parse_launch(str(problems), [*solve_args(tiny_model_dir), "--quiet"]), str(out), settings, echo, echo),
     )
     runner.start()
     deadline = time.time() + 60
@@ -277,7 +277,8 @@ def test_a_killed_driver_resumes(ray_cluster, solved, tiny_model_dir, tmp_path):
     before = len(by_id(out))
     assert 1 <= before < 12
     notes = []
-    launch_on_ray(str(problems), str(out), [*solve_args(tiny_model_dir), "--quiet"], RaySettings("auto"), notes.append)
+    launch = parse_launch(str(problems), [*solve_args(tiny_model_dir), "--quiet"])
+    launch_on_ray(launch, str(out), RayConfig("auto"), notes.append)
     assert any(f"{12 - before} of 12 problems to solve" in n for n in notes), notes
     got = by_id(out)
     same_records([got[r["id"]] for r in want], want)

@@ -23,7 +23,7 @@ RIGHT = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
 
 
 def config():
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
 
     return PromptConfig(use_chat_template=False, verify_form="recompute", check_suffix=RECOMPUTE_REQUEST)
 
@@ -188,8 +188,8 @@ def test_planted_errors_are_all_caught_by_the_targets():
 def test_the_trainer_runs_serves_the_recompute_form_and_resumes(tmp_path):
     import json
 
-    from tts_engine.prompts import PromptConfig
-    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.inputs.prompts import PromptConfig
+    from tts_engine.inputs.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
     from tts_engine.training.recompute import RecomputeConfig, train_recompute
 
@@ -223,7 +223,7 @@ def test_the_check_loss_teaches_the_checkers_targets():
     """A few steps on one wrong solution: the right digit ends far more likely than the written wrong one."""
     import torch
 
-    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.inputs.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
     from tts_engine.training.recompute import check_example, check_loss
 

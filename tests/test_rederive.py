@@ -5,13 +5,13 @@ from dataclasses import replace
 
 import pytest
 
-from tts_engine.steps import split_steps
+from tts_engine.inputs.tiny import build_char_tokenizer
 from tts_engine.tasks.arith.chain import apply, problem_steps
 from tts_engine.tasks.arith.generator import make_problem
-from tts_engine.tiny import build_char_tokenizer
 from tts_engine.training.joint import check_targets, role_weights
 from tts_engine.training.rederive import plant_error, resolve
 from tts_engine.verifiers.process import parse_verification
+from tts_engine.verifiers.steps import split_steps
 
 PROBLEM = "Compute left to right: 28*4-18+80."
 SOLUTION = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
@@ -96,8 +96,8 @@ def test_served_parser_reads_the_resolve_checks_single_mark():
 def test_joint_trainer_runs_serves_its_form_and_resumes(tmp_path, form):
     import json
 
-    from tts_engine.prompts import PromptConfig
-    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.inputs.prompts import PromptConfig
+    from tts_engine.inputs.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
     from tts_engine.training.joint import RESOLVE_SUFFIX, JointConfig, train_joint
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from tts_engine.sampling import exponential_noise, row_seed, sample_step, sample_tokens, step_keys
+from tts_engine.backends.sampling import exponential_noise, row_seed, sample_step, sample_tokens, step_keys
 
 LOGITS = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -3.0])
 """A small vocabulary whose probabilities span 0.005 to 0.54 (every token drawn many times in DRAWS)."""

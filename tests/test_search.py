@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tts_engine.backends.base import Sample
+from tts_engine.backends.sampling import row_seed
 from tts_engine.engine import Engine
-from tts_engine.problems import Problem
-from tts_engine.results import read_results
-from tts_engine.sampling import row_seed
+from tts_engine.inputs.problems import Problem
+from tts_engine.running.results import read_results
 from tts_engine.strategies.search import SearchConfig
 from tts_engine.strategies.search.strategies import beam_groups, dvts_groups
 from tts_engine.verifiers.base import StepScores
@@ -217,7 +217,7 @@ def test_results_are_written_per_problem_and_a_rerun_resumes(engine, scripted, t
         progress=False,
     )
     assert [r["id"] for r in again] == ["p0", "p1", "p2"] and again[:2] == first
-    prompt = engine.prompts(PROBLEMS[2:])[0]
+    prompt = engine.parts.prompts.build(PROBLEMS[2:])[0]
     assert all(p.startswith(prompt) for prompts, _ in scripted.calls[calls:] for p in prompts)
     assert all(len(prompts) <= 2 for prompts, _ in scripted.calls[calls:])  # only p2 was searched
     assert [r["id"] for r in read_results(out)] == ["p0", "p1", "p2"]
@@ -251,7 +251,7 @@ def test_unified_step_scorer_scores_each_prefix_once():
     [
         (dict(beam_width=0), "beam_width must be an integer >= 1"),
         (dict(lookahead=-1), "lookahead must be an integer >= 0"),
-        (dict(step_aggregation="max"), "step_aggregation must be one of"),
+        (dict(step_reduction="max"), "step_reduction must be one of"),
         (dict(step_delimiter=""), "step_delimiter must be a non-empty string"),
         (dict(prm_format="foo"), "prm_format must be one of"),
     ],
@@ -272,8 +272,8 @@ def test_n_must_split_into_groups_and_a_scorer_is_needed(engine):
 
 # --- the shipped models, end to end ------------------------------------------------------------------------
 def bundled(count):
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
 
     return load_problems(default_problems_path())[:: 200 // count]
 
@@ -293,7 +293,7 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path, default_mod
         config=SearchConfig(beam_width=2),
     )
     assert len(records) == 2 and records[0]["run"]["search"]["step_delimiter"] == "\n"
-    assert records[0]["run"]["search"]["step_aggregation"] == "prod"  # the recompute scorer's own, none given
+    assert records[0]["run"]["search"]["step_reduction"] == "prod"  # the recompute scorer's own, none given
     assert all(0 < r["verify_time_s"] < r["time_s"] for r in records)  # step scoring is part of the search's time
     for record in records:
         assert len(record["samples"]) == 4
@@ -303,7 +303,7 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path, default_mod
         assert record["compute"]["verifier_tokens"] > 0 and record["aggregations"]["majority"]["correct"] is not None
 
 
-def test_step_aggregation_defaults_to_the_scorers_own():
+def test_step_reduction_defaults_to_the_scorers_own():
     class Plain:
         pass
 
@@ -311,12 +311,12 @@ def test_step_aggregation_defaults_to_the_scorers_own():
         aggregation = "prod"
 
     unset = SearchConfig()
-    assert unset.for_scorer(Path()).step_aggregation == "prod" and unset.for_scorer(Plain()).step_aggregation == "last"
-    assert SearchConfig(step_aggregation="min").for_scorer(Path()).step_aggregation == "min"  # given: kept
-    assert unset.step_aggregation is None  # for_scorer returns new settings
+    assert unset.for_scorer(Path()).step_reduction == "prod" and unset.for_scorer(Plain()).step_reduction == "last"
+    assert SearchConfig(step_reduction="min").for_scorer(Path()).step_reduction == "min"  # given: kept
+    assert unset.step_reduction is None  # for_scorer returns new settings
     with pytest.raises(ValueError, match="for_scorer"):
         unset.rank([0.5])
-    assert SearchConfig(step_aggregation="prod").rank([0.5, 0.5]) == pytest.approx(0.25)
+    assert SearchConfig(step_reduction="prod").rank([0.5, 0.5]) == pytest.approx(0.25)
 
 
 def test_search_refuses_the_path_read_alone_with_a_clear_error(resolving_checkpoint):
@@ -325,7 +325,7 @@ def test_search_refuses_the_path_read_alone_with_a_clear_error(resolving_checkpo
         resolving_checkpoint, check_options={"check_resolve": False}
     )  # reads verifier_path only: no step scores
     with pytest.raises(ValueError, match="drop --check-option check_resolve=false"):
-        engine.step_scorer("\n")
+        engine.parts.steps.scorer("\n")
 
 
 def test_shipped_tango_pair_with_the_process_verifier(tango_pair):
@@ -335,20 +335,20 @@ def test_shipped_tango_pair_with_the_process_verifier(tango_pair):
         engine,
         bundled(1),
         "beam",
-        SearchConfig(beam_width=2, step_aggregation="min"),
+        SearchConfig(beam_width=2, step_reduction="min"),
         n=4,
         max_new_tokens=96,
         progress=False,
     )
     assert record["run"]["verifier"] == "recompute" and len(record["samples"]) == 4  # the pair's verify form
-    assert record["run"]["search"]["step_aggregation"] == "min"  # as given
+    assert record["run"]["search"]["step_reduction"] == "min"  # as given
     assert all(len(s["step_scores"]) == len(s["steps"]) for s in record["samples"])
     assert all(0 <= x <= 1 for s in record["samples"] for x in s["step_scores"])
 
 
 def test_math500_prompts_with_a_tiny_long_context_model(shared_data, tmp_path):
-    from tts_engine.problems import load_problems
-    from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
+    from tts_engine.inputs.problems import load_problems
+    from tts_engine.inputs.tiny import TinyModelConfig, save_tiny_checkpoint
 
     path = save_tiny_checkpoint(
         tmp_path / "long",

@@ -18,8 +18,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from tts_engine import Engine  # noqa: E402
-from tts_engine.models import default_problems_path  # noqa: E402
-from tts_engine.problems import load_problems  # noqa: E402
+from tts_engine.inputs.models import default_problems_path  # noqa: E402
+from tts_engine.inputs.problems import load_problems  # noqa: E402
 from tts_engine.serve.process import ServerProcess  # noqa: E402
 
 KEY = "test-key"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tts_engine.cli import main
-from tts_engine.options import EngineOptions
+from tts_engine.config import EngineConfig
 from tts_engine.settings import Command, build, config_option, field_docs, options, setting
 
 
@@ -127,7 +127,7 @@ def test_bench_lists_the_same_engine_options_as_solve():
     shared = {p.name for p in solve.params} & {p.name for p in bench.params}
     from dataclasses import fields
 
-    assert {f.name for f in fields(EngineOptions)} <= shared
+    assert {f.name for f in fields(EngineConfig)} <= shared
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """split_steps: tags when present, else non-blank lines; step-end tokens for step rewards."""
 
-from tts_engine.steps import split_steps, step_end_tokens, step_spans
+from tts_engine.verifiers.steps import split_steps, step_end_tokens, step_spans
 
 
 def test_lines_ignore_blank_lines_and_keep_the_boxed_line():

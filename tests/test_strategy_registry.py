@@ -15,10 +15,12 @@ from click.testing import CliRunner
 
 from tts_engine import Engine
 from tts_engine.cli import main
-from tts_engine.models import default_problems_path
+from tts_engine.inputs.models import default_problems_path
+from tts_engine.inputs.problems import Problem, load_problems
 from tts_engine.params import SamplingParams
-from tts_engine.problems import Problem, load_problems
-from tts_engine.results import read_results
+from tts_engine.pipeline.records import StrategyBlock
+from tts_engine.running.results import read_results
+from tts_engine import plugins
 from tts_engine.strategies import register_strategy, registry, strategies
 
 openai = pytest.importorskip("openai")
@@ -37,21 +39,29 @@ class ToyConfig:
             raise ValueError(f"toy_copies must be >= 1, got {self.toy_copies}")
 
 
+@dataclass
+class ToyBlock(StrategyBlock):
+    """The toy strategy's part of a record."""
+
+    key = "toy"
+    copies: int
+
+
 class ToyPlan:
     """Solve each chunk `toy_copies` times with the fixed step; record how often."""
 
     name = "toy"
 
-    def __init__(self, engine, params: SamplingParams, config: ToyConfig):
-        self.engine, self.params, self.copies = engine, params, config.toy_copies
+    def __init__(self, parts, params: SamplingParams, config: ToyConfig):
+        self.parts, self.params, self.copies = parts, params, config.toy_copies
         self.rows_per_problem = params.n
-        self.run_block: dict[str, Any] = {**engine.run_info(params), "toy": {"copies": self.copies}}
+        self.run_block: dict[str, Any] = {**parts.run_info(params), "toy": {"copies": self.copies}}
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
+    def solve(self, problems: Sequence[Problem]) -> Iterator[Any]:
         for _ in range(self.copies - 1):
-            self.engine.solve_batch(problems, self.params)
-        for record in self.engine.solve_batch(problems, self.params):
-            record["toy"] = {"copies": self.copies}
+            self.parts.one_step(problems, self.params)
+        for record in self.parts.one_step(problems, self.params):
+            record.block = ToyBlock(self.copies)
             yield record
 
 
@@ -102,11 +112,11 @@ class InProcessServer:
 
     def __init__(self, engine, **options: Any):
         from tts_engine.serve.app import create_app, make_server
-        from tts_engine.serve.options import ServeOptions
+        from tts_engine.serve.options import ServeConfig
         from tts_engine.serve.process import free_port
 
         self.port = free_port()
-        serve_options = ServeOptions(port=self.port, api_key="k", **options)
+        serve_options = ServeConfig(port=self.port, api_key="k", **options)
         server = make_server(engine, serve_options, SamplingParams(n=8, max_new_tokens=24), {}, "tts-default")
         config = uvicorn.Config(create_app(server), host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
@@ -179,7 +189,7 @@ def test_step_searches_share_their_step_settings_as_one_field():
     from tts_engine.strategies.particle import ParticleConfig
     from tts_engine.strategies.search.config import SearchConfig, StepSearchSettings
 
-    for name in ("max_steps", "step_aggregation", "step_delimiter", "prm_format"):
+    for name in ("max_steps", "step_reduction", "step_delimiter", "prm_format"):
         assert registry._declared_by(SearchConfig, name) is registry._declared_by(ParticleConfig, name)
         assert registry._declared_by(ParticleConfig, name) is StepSearchSettings
 
@@ -217,13 +227,13 @@ def even(config, n, strategy):
 class CoolPlan:
     name = "cool"
 
-    def __init__(self, engine, params, config):
-        self.engine, self.params = engine, replace(params, temperature=config.cool_temperature)
+    def __init__(self, parts, params, config):
+        self.parts, self.params = parts, replace(params, temperature=config.cool_temperature)
         self.rows_per_problem = params.n
-        self.run_block = {**engine.run_info(self.params), "cool": {"temperature": config.cool_temperature}}
+        self.run_block = {**parts.run_info(self.params), "cool": {"temperature": config.cool_temperature}}
 
     def solve(self, problems):
-        yield from self.engine.solve_batch(problems, self.params)
+        yield from self.parts.one_step(problems, self.params)
 '''
 
 
@@ -240,7 +250,7 @@ def plugin_path(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text("[tts_engine.strategies]\ncool = tts_cool\n")
     strategies()
     monkeypatch.setattr(registry, "_STRATEGIES", dict(registry._STRATEGIES))
-    monkeypatch.setattr(registry, "_PLUGINS_LOADED", False)
+    monkeypatch.setattr(plugins, "_loaded", set())
     monkeypatch.syspath_prepend(str(site))
     yield site
     import sys
@@ -266,7 +276,15 @@ def test_an_installed_package_adds_a_strategy_to_solve_engine_and_serve(plugin_p
     paths = [str(plugin_path), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}  # no empty entry: it would put the root's kernels/ first
     out = tmp_path / "cool.jsonl"
-    command = [sys.executable, "-P", "-c", "from tts_engine.cli import main; main()", "solve", "--strategy", "cool"]
+    command = [
+        sys.executable,
+        "-P",
+        "-c",
+        "from tts_engine.cli import main; main()",
+        "solve",
+        "--strategy",
+        "cool",
+    ]
     args = ["--cool-temperature", "0.25", "--n", "2", "--max-new-tokens", "16", "--limit", "2", "--out", str(out)]
     done = subprocess.run([*command, *args, "--quiet"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

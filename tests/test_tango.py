@@ -8,9 +8,9 @@ import random
 import pytest
 import torch
 
-from tts_engine.steps import step_end_tokens
 from tts_engine.training.tango import rewards as tr
 from tts_engine.verifiers.process import parse_verification
+from tts_engine.verifiers.steps import step_end_tokens
 
 
 def test_schedule_warmup_then_three_to_one():
@@ -102,7 +102,7 @@ def test_warm_start_targets_use_the_outcome_only():
 
 def micro_config(root, **settings):
     """A TangoConfig of a few tiny steps, from a fresh tiny init checkpoint written under `root`."""
-    from tts_engine.tiny import TinyModelConfig
+    from tts_engine.inputs.tiny import TinyModelConfig
     from tts_engine.training import checkpoint as ckpt
     from tts_engine.training.tango import TangoConfig
 

@@ -57,7 +57,7 @@ def trainer(tmp_path_factory, default_model_dir):
 
 def batch_of(trainer, solutions, truth):
     from tts_engine.backends.base import Sample
-    from tts_engine.prompts import build_prompt
+    from tts_engine.inputs.prompts import build_prompt
     from tts_engine.training.tango.trainer import VerifierBatch
 
     prompt = build_prompt(trainer.gen.prompt_config, PROBLEM)
@@ -81,7 +81,7 @@ def test_sampled_verifications_write_each_line_after_the_solutions_own(trainer):
 
 @pytest.mark.weights
 def test_process_rewards_read_each_lines_probability(trainer):
-    from tts_engine.prompts import build_prompt
+    from tts_engine.inputs.prompts import build_prompt
 
     prompt = build_prompt(trainer.gen.prompt_config, PROBLEM)
     rollouts = [[SimpleNamespace(text=t) for t in (RIGHT, WRONG, "28*4=112")]]
@@ -93,7 +93,7 @@ def test_process_rewards_read_each_lines_probability(trainer):
 
 @pytest.mark.weights
 def test_a_micro_run_trains_serves_and_resumes(tmp_path, default_model_dir):
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.prompts import PromptConfig
     from tts_engine.training.tango import train_tango
     from tts_engine.training.tango.recompute import RecomputeTangoTrainer
     from tts_engine.training.tango.trainer import TangoConfig
@@ -124,7 +124,7 @@ def test_a_micro_run_trains_serves_and_resumes(tmp_path, default_model_dir):
 def test_the_table_reads_a_recompute_verifier_as_a_process_verifier(default_model_dir):
     from tts_engine.backends.hf import HFBackend
     from tts_engine.eval.process_eval import RecomputeAsProcess
-    from tts_engine.prompts import PromptConfig, build_prompt
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
     from tts_engine.tasks.arith.recompute import RecomputeVerifier
 
     config = PromptConfig.load(default_model_dir)

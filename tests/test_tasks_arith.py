@@ -54,7 +54,7 @@ def test_make_problems_writes_the_levels_asked_for(tmp_path):
     from click.testing import CliRunner
 
     from tts_engine.cli import main
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.problems import load_problems
 
     out = tmp_path / "long.jsonl"
     args = ["train", "make-problems", "--out", str(out), "--levels", "6-7", "--per-level", "3", "--max-value", "999"]

@@ -203,7 +203,7 @@ def test_the_device_aware_loop_on_auto_computes_what_explicit_cpu_computes(tmp_p
 
 
 def test_a_tango_role_samples_on_its_placement(tmp_path):
-    from tts_engine.tiny import TinyModelConfig, save_tiny_checkpoint
+    from tts_engine.inputs.tiny import TinyModelConfig, save_tiny_checkpoint
     from tts_engine.training.tango.trainer import Role
 
     source = save_tiny_checkpoint(tmp_path / "m", TinyModelConfig(**MICRO))

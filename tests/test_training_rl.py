@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from tts_engine.backends.hf import HFBackend
-from tts_engine.metrics import balanced_accuracy
+from tts_engine.inputs.prompts import build_prompt, build_verify_prompt
+from tts_engine.inputs.tiny import TinyModelConfig
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import build_prompt, build_verify_prompt
-from tts_engine.tiny import TinyModelConfig
+from tts_engine.pipeline.metrics import balanced_accuracy
 from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.rl import (
     advantages,

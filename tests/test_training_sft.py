@@ -3,9 +3,9 @@ import json
 import pytest
 import torch
 
-from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.inputs.prompts import PromptConfig, build_prompt
+from tts_engine.inputs.tiny import TinyModelConfig
 from tts_engine.tasks.arith.generator import ProblemStream
-from tts_engine.tiny import TinyModelConfig
 from tts_engine.training import checkpoint as ckpt
 from tts_engine.training.sft import SFTConfig, sft_loss, train_sft
 

@@ -16,8 +16,8 @@ pytest.importorskip("trl", reason="TRL is not installed (pip install 'tts-engine
 
 from datasets import Dataset  # noqa: E402
 
-from tts_engine.prompts import PromptConfig  # noqa: E402
-from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model  # noqa: E402
+from tts_engine.inputs.prompts import PromptConfig  # noqa: E402
+from tts_engine.inputs.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model  # noqa: E402
 from tts_engine.training import batching, rl  # noqa: E402
 from tts_engine.training.reward_functions import answer_reward, async_answer_reward, openai_judge  # noqa: E402
 from tts_engine.training.trl import RLVGRPOConfig, RLVGRPOTrainer, rlv_dataset_rows  # noqa: E402
@@ -306,7 +306,7 @@ def test_hybrid_reward_asks_the_judge_where_the_rule_says_wrong():
 
 
 def test_command_line_trains_and_saves_what_tts_solve_serves(tmp_path):
-    from tts_engine.tiny import save_tiny_checkpoint
+    from tts_engine.inputs.tiny import save_tiny_checkpoint
     from tts_engine.training.trl import main
 
     model_dir = save_tiny_checkpoint(
@@ -371,7 +371,7 @@ def test_the_engine_never_imports_trl_or_verl():
     import sys
 
     code = (
-        "import sys, tts_engine, tts_engine.cli, tts_engine.engine, tts_engine.training.cli; "
+        "import sys, tts_engine, tts_engine.cli.commands, tts_engine.engine, tts_engine.training.cli; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('trl', 'verl')); "
         "assert not bad, bad"
     )

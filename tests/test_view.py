@@ -105,11 +105,14 @@ def test_the_command_writes_the_page_and_the_server_serves_it(tmp_path):
 
 def _voted(records):
     """Synthetic records with the votes the engine writes (synthetic_records leaves them empty)."""
-    from tts_engine.aggregate import vote_predictions
+    from tts_engine.pipeline.aggregate import vote_predictions
+    from tts_engine.pipeline.records import SampleRecord
 
     for r in records:
         grades = [c["correct"] for c in r["classes"]]
-        r["aggregations"] = vote_predictions(r["samples"], grades, r["reference"] is not None)
+        samples = [SampleRecord.from_json(s) for s in r["samples"]]
+        votes = vote_predictions(samples, grades, r["reference"] is not None)
+        r["aggregations"] = {key: vote.to_json() for key, vote in votes.items()}
         r["run"] = {**r["run"], "headline_kind": "verifier_yes_no"}
     return records
 
@@ -135,8 +138,8 @@ needs_browser = pytest.mark.skipif(_browser_missing() is not None, reason=str(_b
 def runs(tmp_path_factory):
     """Real results files of the embedded default on bundled problems: fixed, beam search and adaptive N."""
     from tts_engine import Engine
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
     from tts_engine.strategies.adaptive import AdaptiveConfig
 
     items = load_problems(default_problems_path())

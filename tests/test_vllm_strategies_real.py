@@ -101,8 +101,8 @@ def vllm_server():
 
 def test_serve_on_vllm_answers_every_strategy_then_stops_on_sigterm(vllm_server):
     openai = pytest.importorskip("openai")
-    from tts_engine.models import default_problems_path
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
 
     client = openai.OpenAI(base_url=f"{vllm_server.url}/v1", api_key="none", max_retries=0, timeout=SOLVE_TIMEOUT_S)
     problem = load_problems(default_problems_path())[0]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from tts_engine import models
-from tts_engine.prompts import PromptConfig
-from tts_engine.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
+from tts_engine.inputs import models
+from tts_engine.inputs.prompts import PromptConfig
+from tts_engine.inputs.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_model
 
 from .device import to_cpu
 
@@ -137,7 +137,7 @@ def export_serving(run_dir: str | Path, dest: str | Path, dtype: str = "float32"
 
 
 def default_model_path() -> Path:
-    """The checkpoint the engine serves when no model is given (tts_engine.models holds asset paths)."""
-    from tts_engine.models import DEFAULT_MODEL
+    """The checkpoint the engine serves when no model is given (tts_engine.inputs.models holds asset paths)."""
+    from tts_engine.inputs.models import DEFAULT_MODEL
 
     return DEFAULT_MODEL

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from tts_engine.backends.hf import HFBackend
+from tts_engine.inputs.prompts import VERIFY_QUESTION, PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import VERIFY_QUESTION, PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.settings import setting
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set
 from tts_engine.verifiers.process import build_process_prompt

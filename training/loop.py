@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from tts_engine.prompts import PromptConfig
+from tts_engine.inputs.prompts import PromptConfig
 
 from . import checkpoint as ckpt
 from .config import LoopConfig

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
+from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import build_prompt
 from tts_engine.tasks.arith.generator import LEVELS, make_problem_set, solution_budget
 
 from .device import model_device

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from tts_engine.backends.hf import HFBackend
-from tts_engine.prompts import PromptConfig, build_prompt
+from tts_engine.inputs.prompts import PromptConfig, build_prompt
 from tts_engine.tasks.arith.chain import apply, problem_steps
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set, solution_budget
 from tts_engine.tasks.arith.recompute import (

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import torch
 
-from tts_engine.prompts import build_verify_prompt
+from tts_engine.inputs.prompts import build_verify_prompt
 
 from .batching import completion_logprobs, next_token_logits, pad_pairs
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from tts_engine.prompts import build_prompt
+from tts_engine.inputs.prompts import build_prompt
+from tts_engine.inputs.tiny import TinyModelConfig
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
-from tts_engine.tiny import TinyModelConfig
 
 from . import checkpoint as ckpt
 from .batching import completion_logprobs, pad_pairs

@@ -30,10 +30,10 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import pad
 
 from tts_engine.backends.base import TokenizerMethods
+from tts_engine.inputs.prompts import PromptConfig, build_prompt, build_verify_prompt
 
 # What this module shares with the CPU trainers (training/rl.py, training/tango/rewards.py), kept in one place.
-from tts_engine.metrics import balanced_accuracy
-from tts_engine.prompts import PromptConfig, build_prompt, build_verify_prompt
+from tts_engine.pipeline.metrics import balanced_accuracy
 from tts_engine.verifiers.unified import single_token_id
 
 from .tango.rewards import class_weights
@@ -155,7 +155,7 @@ class RLVGRPOTrainer(GRPOTrainer):
     def _verify_prompt(self, example: dict, prompt, completion) -> str:
         if not isinstance(prompt, str) or not isinstance(completion, str):
             raise ValueError(
-                "RL^V needs text prompts built with tts_engine.prompts.build_prompt "
+                "RL^V needs text prompts built with tts_engine.inputs.prompts.build_prompt "
                 "(see rlv_dataset_rows), not conversational ones"
             )
         problem = example.get("problem")
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
     from transformers import AutoTokenizer
     from trl import TrlParser
 
-    from tts_engine.problems import load_problems
+    from tts_engine.inputs.problems import load_problems
 
     from .reward_functions import answer_reward, async_answer_reward, openai_judge
 

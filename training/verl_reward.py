@@ -64,7 +64,7 @@ def verl_rows(
     problems: list[dict], *, data_source: str = "tts_engine", split: str = "train", system_prompt: str | None = None
 ) -> list[dict]:
     """verl's RL data rows (write them to parquet): chat prompt, reward_model.ground_truth, extra_info.question."""
-    from tts_engine.prompts import DEFAULT_SYSTEM_PROMPT
+    from tts_engine.inputs.prompts import DEFAULT_SYSTEM_PROMPT
 
     rows = []
     for i, p in enumerate(problems):

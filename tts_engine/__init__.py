@@ -5,9 +5,9 @@ from tts_engine import Engine, load_problems, weighted_vote
 
 from __future__ import annotations
 
-from .aggregate import Vote, best_of_n, majority_vote, vote_batch, vote_classes, weighted_vote
+from .inputs.problems import Problem, load_problems
 from .params import SamplingParams
-from .problems import Problem, load_problems
+from .pipeline.aggregate import Vote, best_of_n, majority_vote, vote_batch, vote_classes, weighted_vote
 
 __version__ = "0.1.0"
 

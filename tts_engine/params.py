@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .settings import setting
+from .settings import check_int, setting
 
 
 @dataclass
@@ -53,16 +53,14 @@ class SamplingParams:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
+        check_int("max_new_tokens", self.max_new_tokens)
         if isinstance(self.stop, str):
             self.stop = [self.stop]
         if any(not s for s in self.stop):
             raise ValueError(f"stop strings must be non-empty, got {self.stop!r}")
         for name in ("top_logprobs", "confidence_window", "confidence_tail"):
             value, least = getattr(self, name), 0 if name == "top_logprobs" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+            check_int(name, value, least)
         self._check_stop_below()
 
     def _check_stop_below(self) -> None:

@@ -51,6 +51,28 @@ def setting(
     return dataclasses.field(default=default, metadata=metadata)
 
 
+# --- value checks -------------------------------------------------------------------------------------------
+def is_int(value: Any) -> bool:
+    """An integer that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: Any, least: int = 1) -> int:
+    """`value` when it is an integer >= `least`, else a ValueError naming the setting and the value."""
+    if not is_int(value) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    return value
+
+
+def check_probability(name: str, value: float | None) -> float | None:
+    """`value` (None allowed: not set) when it is a number in [0, 1], else a ValueError naming the setting."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
 # --- field docstrings ---------------------------------------------------------------------------------------
 @functools.cache
 def field_docs(cls: type) -> dict[str, str]:

@@ -28,9 +28,9 @@ def generate(rec: Recorder, plan: Plan, context: dict) -> None:
     is warmed up at full length first (compilation included), then timed plan.gen_repeats times (the median)."""
     import torch
 
-    from tts_engine.models import DEFAULT_MODEL, default_problems_path
-    from tts_engine.problems import load_problems
-    from tts_engine.prompts import PromptConfig, build_prompt
+    from tts_engine.inputs.models import DEFAULT_MODEL, default_problems_path
+    from tts_engine.inputs.problems import load_problems
+    from tts_engine.inputs.prompts import PromptConfig, build_prompt
 
     dtype = "float32" if plan.dry else "bfloat16"
     model, tokenizer = build_model(plan.model, dtype, plan.device)
@@ -204,7 +204,7 @@ def build_model(shape: dict, dtype: str, device: str):
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from tts_engine.tiny import build_char_tokenizer
+    from tts_engine.inputs.tiny import build_char_tokenizer
 
     tokenizer = build_char_tokenizer()
     if shape["vocab_size"] < len(tokenizer):
@@ -229,7 +229,7 @@ def raw_generate(model, tokenizer, prompts: list[str], n: int, max_new_tokens: i
     import torch
     from transformers import GenerationConfig
 
-    from tts_engine.sampling import left_pad
+    from tts_engine.backends.sampling import left_pad
 
     ids, mask = left_pad([tokenizer.encode(p, add_special_tokens=False) for p in prompts], tokenizer.pad_token_id)
     config = GenerationConfig(
@@ -265,8 +265,8 @@ def _engine_speed(rec: Recorder, plan: Plan, backend, problems) -> dict:
     own work around the backend is what this measures. The engine's checkpoint folder holds only the shipped
     model's prompt settings; the backend it would load is swapped for `backend`."""
     from tts_engine import Engine, backends
-    from tts_engine.models import DEFAULT_MODEL
-    from tts_engine.prompts import PromptConfig
+    from tts_engine.inputs.models import DEFAULT_MODEL
+    from tts_engine.inputs.prompts import PromptConfig
 
     with tempfile.TemporaryDirectory(prefix="device_check_engine_") as path:
         PromptConfig.load(DEFAULT_MODEL).save(path)
@@ -325,8 +325,8 @@ def _sampling_step(rec: Recorder, plan: Plan, rows: int, vocab: int, raw: dict |
     model.generate's whole decode step."""
     import torch
 
+    from tts_engine.backends.sampling import sample_step
     from tts_engine.kernels.bench import measure
-    from tts_engine.sampling import sample_step
 
     device = torch.device(plan.device)
     logits = torch.randn(rows, vocab, device=device)
@@ -345,7 +345,7 @@ def _sampling_step(rec: Recorder, plan: Plan, rows: int, vocab: int, raw: dict |
 
 def solve(rec: Recorder, plan: Plan, context: dict) -> None:
     """`tts solve` on the bundled set with the shipped model: on the plan's device, then on the CPU."""
-    from tts_engine.summary import summarize
+    from tts_engine.running.summary import summarize
 
     runs = {}
     labels = ((plan.device, False),) if plan.dry else ((plan.device, False), ("cpu baseline", True))
@@ -449,9 +449,9 @@ def e2e(rec: Recorder, plan: Plan, context: dict) -> None:
 def _e2e_one(rec: Recorder, plan: Plan, label: str, shape: dict, dtype: str) -> None:
     import torch
 
-    from tts_engine.models import DEFAULT_MODEL
-    from tts_engine.prompts import PromptConfig
-    from tts_engine.summary import summarize
+    from tts_engine.inputs.models import DEFAULT_MODEL
+    from tts_engine.inputs.prompts import PromptConfig
+    from tts_engine.running.summary import summarize
 
     with tempfile.TemporaryDirectory(prefix="device_check_e2e_") as work:
         folder = Path(work) / "model"
@@ -516,7 +516,7 @@ def _e2e_one(rec: Recorder, plan: Plan, label: str, shape: dict, dtype: str) -> 
 
 
 def _read(path: Path) -> list[dict]:
-    from tts_engine.results import read_results
+    from tts_engine.running.results import read_results
 
     return list(read_results(path))
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import torch
 
-from tts_engine.metrics import balanced_accuracy
 from tts_engine.params import SamplingParams
-from tts_engine.steps import split_steps
+from tts_engine.pipeline.metrics import balanced_accuracy
 from tts_engine.tasks.arith.recompute import RecomputeVerifier, check_query, recompute_prompt_config, transcribe
 from tts_engine.verifiers.process import ParsedVerification
+from tts_engine.verifiers.steps import split_steps
 
 from ..batching import completion_logprobs, pad_pairs
 from ..rl import advantages, sequence_advantages, token_policy_loss_chunks

@@ -33,13 +33,13 @@ import torch
 
 from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
-from tts_engine.metrics import balanced_accuracy
+from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import build_prompt
+from tts_engine.pipeline.metrics import balanced_accuracy
 from tts_engine.settings import setting
-from tts_engine.steps import split_steps, step_end_tokens
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts
 from tts_engine.verifiers.process import build_process_prompt, parse_verification
+from tts_engine.verifiers.steps import split_steps, step_end_tokens
 
 from .. import checkpoint as ckpt
 from ..batching import completion_logprobs, pad_pairs

@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from tts_engine.backends.hf import HFBackend
+from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import build_prompt
 from tts_engine.tasks.arith.chain import apply, problem_steps, read_step_line
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, solution_budget
 from tts_engine.tasks.arith.thinking import first_wrong

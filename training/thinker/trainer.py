@@ -22,8 +22,8 @@ import torch
 
 from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
+from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.prompts import build_prompt
 from tts_engine.tasks.arith.generator import make_problem_set
 from tts_engine.tasks.arith.thinking import ANSWER_FORCING, THINK_START, Piece, current_answer, trace
 

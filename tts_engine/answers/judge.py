@@ -68,8 +68,6 @@ class LLMJudge:
         use_chat_template: bool = True,
         cache_size: int = 100_000,
     ):
-        if not callable(getattr(backend, "generate", None)):
-            raise TypeError(f"backend must have a generate(prompts, params) method, got {type(backend).__name__}")
         missing = [p for p in (QUESTION, REFERENCE, ANSWER) if p not in prompt_template]
         if missing:
             raise ValueError(f"prompt_template must contain {', '.join(missing)}")
@@ -90,9 +88,8 @@ class LLMJudge:
         values = {QUESTION: question or "", REFERENCE: reference, ANSWER: answer}
         pattern = "|".join(re.escape(p) for p in values)
         text = re.sub(pattern, lambda m: values[m.group(0)], self.prompt_template)
-        chat_template = getattr(self.backend, "apply_chat_template", None)
-        if self.use_chat_template and callable(chat_template):
-            chat = chat_template([{"role": "user", "content": text}])
+        if self.use_chat_template:
+            chat = self.backend.apply_chat_template([{"role": "user", "content": text}])
             if chat is not None:
                 return chat
         return text

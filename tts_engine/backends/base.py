@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from ..params import SamplingParams
 
@@ -28,7 +28,7 @@ class Sample:
     """Of those, tokens whose keys and values came from a prefix cache (not computed for this sample)."""
     confidences: list[float] = field(default_factory=list)
     """Token confidence of each generated token, -mean of its top-k log-probs (`SamplingParams.top_logprobs`;
-    tts_engine/confidence.py); empty when not asked for."""
+    tts_engine/pipeline/confidence.py); empty when not asked for."""
 
     @property
     def num_tokens(self) -> int:
@@ -59,11 +59,36 @@ class Backend(Protocol):
     `generate` returns, for each prompt in input order, `params.n` samples.
     `yes_no_logprobs` returns, for each prompt, log P(yes_id) and log P(no_id) as the next token under the
     full-vocabulary softmax: the unified verifier's scores come from it.
-    Optional: `continuation_logprobs(prompts, continuations)`, teacher-forced log P(continuation | prompt) of
-    each pair (the re-solving verifier's `verifier_answer` and `verifier_path`); the hf, vllm and openai backends have it.
+    `continuation_logprobs(prompts, continuations)` and `continuation_token_logprobs` read each continuation
+    teacher-forced after its prompt (the checking verifiers' reads).
+    What a backend can do beyond these, it declares (`BackendBase` holds the defaults; the engine reads these,
+    never probes for them).
     """
 
     name: str
+    device: Any
+    """Where the model runs (a PRM for a search loads there); None for a remote server."""
+    tokenizer: Any
+    """The local Hugging Face tokenizer (prompts are measured before any generation); None when there is none."""
+    remembers_reads: bool
+    """Teacher-forced reads can keep their keys and values for the reads that extend them (a prefix cache)."""
+    stops_in_loop: bool
+    """`SamplingParams.stop_below` is checked at every token inside the decoding loop (else a strategy checks by
+    chunks)."""
+
+    def continuation_logprobs(self, prompts: Sequence[str], continuations: Sequence[str], **options) -> list[float]: ...
+
+    def continuation_token_logprobs(
+        self, prompts: Sequence[str], continuations: Sequence[str]
+    ) -> list[list[float]]: ...
+
+    def cached_prefix_tokens(self, prompts: Sequence[str]) -> list[int]:
+        """Tokens of each prompt whose keys and values a prefix cache already holds (not computed again)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (vLLM's engine processes and threads)."""
+        ...
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[list[Sample]]: ...
 
@@ -118,7 +143,27 @@ def is_out_of_memory(err: BaseException) -> bool:
     )
 
 
-class TokenizerMethods:
+class BackendBase:
+    """The defaults of the capabilities a backend declares (`Backend`): a backend inherits this and overrides what
+    it has."""
+
+    name = "backend"
+    device: Any = None
+    tokenizer: Any = None
+    remembers_reads = False
+    stops_in_loop = False
+
+    def cached_prefix_tokens(self, prompts: Sequence[str]) -> list[int]:
+        return [0] * len(prompts)
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class TokenizerMethods(BackendBase):
     """encode / decode / apply_chat_template of a backend holding a Hugging Face tokenizer as `self.tokenizer`."""
 
     tokenizer: object

@@ -17,7 +17,7 @@ values are then copied once into a `KVStore`, whose buffers `# (R, H, C, D)` hol
   bucket and call), and the buffers are reused across calls so their addresses, which the graphs hold, stay
   the same. The CUDA default.
 
-Both give the same samples (a row's noise depends only on its seed and step: tts_engine/sampling.py).
+Both give the same samples (a row's noise depends only on its seed and step: tts_engine/backends/sampling.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import Cache
 
-from ..sampling import sample_step
 from .base import is_out_of_memory
+from .sampling import sample_step
 
 log = logging.getLogger(__name__)
 

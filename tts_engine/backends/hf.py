@@ -13,10 +13,10 @@ from typing import Sequence
 import torch
 
 from ..params import SamplingParams
-from ..sampling import left_pad, row_seed
 from .base import PromptFailedError, PromptTooLongError, Sample, TokenizerMethods, is_out_of_memory, window_confidence
 from .decode import DECODE_LOOPS, Batch, Decoder, bucket
 from .prefix_cache import PrefixCache
+from .sampling import left_pad, row_seed
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class HFBackend(TokenizerMethods):
     """
 
     name = "hf"
+    stops_in_loop = True  # stop_below is checked at every token of the decoding loop
 
     def __init__(
         self,
@@ -57,7 +58,7 @@ class HFBackend(TokenizerMethods):
         compile_decode: bool | None = None,
     ):
         """`max_batch_rows`: rows decoded (and prompts scored) together; 512, the samples the engine hands over
-        per call (`tts_engine.run.ROWS_PER_CHUNK`), so that a call decodes as one batch (half the decoding steps of
+        per call (`tts_engine.running.loop.ROWS_PER_CHUNK`), so that a call decodes as one batch (half the decoding steps of
         256 rows, each with its fixed cost; a batch that does not fit is retried in halves). `decode_loop`: "dynamic" or "static" (default: static on
         CUDA, dynamic elsewhere); `compile_decode`: capture the static loop's step with torch.compile (default:
         on CUDA with the static loop)."""

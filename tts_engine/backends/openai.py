@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..params import SamplingParams
-from .base import PromptFailedError, PromptTooLongError, Sample, token_confidence
+from .base import BackendBase, PromptFailedError, PromptTooLongError, Sample, token_confidence
 from .vllm import checkpoint_num_parameters, prompt_seed
 
 log = logging.getLogger(__name__)
@@ -304,7 +304,7 @@ def _error_message(err: urllib.error.HTTPError) -> str:
 
 
 # --- the backend -------------------------------------------------------------------------------------------
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """A remote OpenAI-compatible completions server behind the Backend protocol; outputs in input order."""
 
     name = "openai"

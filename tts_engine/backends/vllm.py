@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..params import SamplingParams
-from ..sampling import row_seed
 from .base import PromptTooLongError, Sample, TokenizerMethods, token_confidence
+from .sampling import row_seed
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,13 @@ into OpenAI responses and stream chunks, `app` is the HTTP layer (FastAPI on uvi
 Only this package imports fastapi and uvicorn (`pip install -e .[serve]`); importing `tts_engine` does not.
 """
 
-from .options import ServeOptions
+from .options import ServeConfig
 
-__all__ = ["ServeOptions", "create_app"]
+__all__ = ["ServeConfig", "create_app"]
 
 
 def create_app(*args, **kwargs):
-    """The ASGI app (see `tts_engine.serve.app.create_app`); imported on use so that `ServeOptions` loads without
+    """The ASGI app (see `tts_engine.serve.app.create_app`); imported on use so that `ServeConfig` loads without
     fastapi."""
     from .app import create_app as _create_app
 

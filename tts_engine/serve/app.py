@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..backends.base import TokenizerMethods
-from ..prompts import build_prompt
+from ..inputs.prompts import build_prompt
 from .batcher import Batcher, Job
 from .responses import (
     ResponseIds,
@@ -108,7 +108,7 @@ class _Tokenizer(TokenizerMethods):
 
 
 def _own_tokenizer(backend) -> _Tokenizer | None:
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer = backend.tokenizer
     if tokenizer is None:
         return None
     try:
@@ -263,28 +263,28 @@ async def stream(server: Server, job: Job, ids: ResponseIds, watcher: asyncio.Ta
 
 
 def make_server(engine, options, params, configs: dict[str, Any], model_name: str) -> Server:
-    """The server state for `engine`: request defaults from `tts serve`'s options (`ServeOptions`, the sampling
+    """The server state for `engine`: request defaults from `tts serve`'s options (`ServeConfig`, the sampling
     defaults `params`, the strategies' default settings `configs` by type name; a registered strategy's settings
     missing there get their defaults). Strategies, their settings and their score kinds come from the registry."""
-    from ..strategies.context import StrategyContext
+    from ..config import RunConfig
     from ..strategies.registry import config_types, record_kinds, strategies
 
     entries = strategies()
     configs = {cls.__name__: configs.get(cls.__name__) or cls() for cls in config_types()}
     own = {name: configs[e.config_type.__name__] if e.config_type else None for name, e in entries.items()}
-    context = StrategyContext(engine)  # what a strategy's declarations see of the engine
-    kinds = {name: record_kinds(context, name, own[name], params.top_logprobs) for name in entries}
+    parts = engine.parts  # what a strategy's declarations see of the engine
+    kinds = {name: record_kinds(parts, name, own[name], params.top_logprobs) for name in entries}
     if options.score_kind is not None and options.score_kind not in kinds[options.strategy]:
         raise ValueError(
             f"invalid value for --score-kind: must be one of {list(kinds[options.strategy])}, got {options.score_kind!r}"
         )
     score_kind = {
-        name: options.score_kind if options.score_kind in kinds[name] else (e.headline(context, own[name]) or None)
+        name: options.score_kind if options.score_kind in kinds[name] else (e.headline(parts, own[name]) or None)
         for name, e in entries.items()
     }
     defaults = Defaults(
         model_name=model_name,
-        strategy=options.strategy,
+        run=RunConfig.of(options),
         params=params,
         aggregation=options.aggregation,
         score_kind=score_kind,
@@ -295,7 +295,6 @@ def make_server(engine, options, params, configs: dict[str, Any], model_name: st
         max_samples=options.max_request_samples,
         max_tokens=options.max_request_tokens,
         max_prompts=options.max_request_prompts,
-        abstain_below=options.abstain_below,
     )
     batcher = Batcher(
         engine,

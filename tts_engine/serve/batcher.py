@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..problems import Problem
+from ..inputs.problems import Problem
 from .schema import ApiError, SolveRequest
 
 log = logging.getLogger(__name__)
@@ -263,13 +263,14 @@ class Batcher:
                     problem=k,
                     samples_done=update.samples,
                     leader=update.leader,
+                    p_correct=round(update.p_correct, 6),
                     confidence=round(update.confidence, 6),
                 )
 
         records = self.engine.solve(
             problems,
             request.params,
-            strategy=request.strategy,
+            strategy=request.run.strategy,
             config=request.config,
             progress=False,
             strict=True,  # a prompt that does not fit is the request's 400, never a record

@@ -4,34 +4,36 @@ from __future__ import annotations
 
 import click
 
+from ..cli.options import SAMPLING_EXCLUDE, StrategyCommand
+from ..config import EngineConfig
 from ..engine import SOLVE_DEFAULTS
-from ..options import SAMPLING_EXCLUDE, EngineOptions, StrategyCommand
 from ..params import SamplingParams
 from ..settings import build, options
-from .options import ServeOptions
+from .options import ServeConfig
 
 
 @click.command(cls=StrategyCommand)
-@options(EngineOptions)
+@options(EngineConfig)
 @options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults=SOLVE_DEFAULTS)
-@options(ServeOptions)
+@options(ServeConfig)
 def serve(**settings):
     """Serve test-time scaling behind an OpenAI-compatible API: POST /v1/chat/completions and /v1/completions,
     GET /v1/models and /health (docs/serve.md). The sampling and strategy options are the defaults of requests
     that do not set them."""
     import uvicorn
 
+    from ..engine import Engine
     from .app import create_app, make_server
 
-    serve_options = build(ServeOptions, settings)
+    serve_options = build(ServeConfig, settings)
     from ..strategies.registry import config_types
 
     params = build(SamplingParams, settings, defaults=SOLVE_DEFAULTS)
     configs = {cls.__name__: build(cls, settings) for cls in config_types()}
-    engine_options = build(EngineOptions, settings)
-    engine = engine_options.make_engine()
+    engine_config = build(EngineConfig, settings)
+    engine = Engine(config=engine_config)
     click.get_current_context().call_on_close(engine.close)  # after uvicorn's SIGTERM/Ctrl-C shutdown, or an error
-    name = serve_options.model_name(engine_options.model)
+    name = serve_options.model_name(engine_config.model)
     server = make_server(engine, serve_options, params, configs, name)
     host, port = serve_options.host, serve_options.port
     click.echo(

@@ -1,9 +1,9 @@
 """The settings of `tts serve` that are not the engine's: where it listens, what a request may ask, how requests
 are gathered into batches, and the defaults of the per-request test-time scaling parameters.
 
-The engine options (`EngineOptions`), the sampling defaults (`SamplingParams`) and the strategies' settings
-(`AdaptiveConfig`, `SearchConfig`) are the same dataclasses `tts solve` takes, so both commands list the same
-options (`tts_engine.settings`).
+The engine options (`EngineConfig`), the run's (`RunConfig`: a request's default strategy and abstention), the
+sampling defaults (`SamplingParams`) and the strategies' settings (`AdaptiveConfig`, `SearchConfig`) are the same
+dataclasses `tts solve` takes, so both commands list the same options (`tts_engine.settings`).
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..aggregate import AGGREGATIONS
-from ..settings import setting
-from ..strategies.registry import DEFAULT_STRATEGY
+from ..config import RunConfig
+from ..pipeline.aggregate import AGGREGATIONS
+from ..settings import check_int, setting
 
 API_KEY_ENV = "TTS_API_KEY"
 """Environment variable holding the bearer key when --api-key is not given."""
 
 
 @dataclass
-class ServeOptions:
-    """How `tts serve` listens, batches and bounds requests."""
+class ServeConfig(RunConfig):
+    """How `tts serve` listens, batches and bounds requests; the run settings (the strategy, the abstention
+    threshold) are the defaults of requests that do not set them."""
 
     host: str = "127.0.0.1"
     """Address to listen on (loopback by default; 0.0.0.0 exposes the server to the network)."""
@@ -32,8 +33,6 @@ class ServeOptions:
     none: no key is asked."""
     served_model_name: str | None = None
     """Model name clients send and /v1/models lists. Default: 'tts-default' for the embedded model, else --model."""
-    strategy: str = DEFAULT_STRATEGY
-    """Default strategy of a request that names none."""
     aggregation: str = setting("weighted", choices=tuple(AGGREGATIONS))
     """Default vote that picks the answer: majority, weighted (sum of scores per answer class) or best_of_n."""
     score_kind: str | None = None
@@ -41,9 +40,6 @@ class ServeOptions:
     a verifier)."""
     return_candidates: bool = False
     """Return every sample's answer, scores and class by default."""
-    abstain_below: float | None = None
-    """Default of a request's tts.abstain_below: a choice whose p_correct (the probability that its answer is right)
-    is below it is returned as abstained, with its answer and p_correct."""
     max_queue: int = 256
     """Requests waiting for the engine at most; a request past it gets 429 with Retry-After."""
     max_batch_rows: int = 512
@@ -67,6 +63,7 @@ class ServeOptions:
     """uvicorn's log level (info logs every request)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for name in (
             "max_queue",
             "max_batch_rows",
@@ -75,23 +72,15 @@ class ServeOptions:
             "max_request_prompts",
             "max_body_bytes",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            check_int(name, getattr(self, name))
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in [1, 65535], got {self.port}")
-        from ..calibration import check_abstain_below
-
-        check_abstain_below(self.abstain_below)
         if self.batch_wait_ms < 0:
             raise ValueError(f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
         if not 0 <= self.batch_wait_share <= 1:
             raise ValueError(f"batch_wait_share must be in [0, 1], got {self.batch_wait_share}")
         if self.api_key is None:
             self.api_key = os.environ.get(API_KEY_ENV) or None
-        from ..strategies.registry import strategy_entry
-
-        strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
 
     def model_name(self, model: str | None) -> str:
         """The name the server answers to."""

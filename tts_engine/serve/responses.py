@@ -3,9 +3,10 @@
 A problem's choices are its top answer classes under the request's vote (`vote_classes`, the engine's own
 aggregation): choices[0] is the vote's winner, the rest follow by class score. A choice's text is the full text
 of its class's highest-scored sample (by `pick_kind`); it also carries the answer, the probability that it is
-right (`p_correct`, `tts_engine.calibration`), the class's share of the vote (`confidence`), its sample count and,
-with return_candidates, every sample's answer, scores and class. With the request's `abstain_below`, a choice whose
-p_correct is below it says `abstained: true` (its answer and text are kept: what it would have answered).
+right (`p_correct`, `tts_engine.pipeline.calibration`), the class's share of the vote (`confidence`), its sample count and,
+with return_candidates, every sample's answer, scores and class. Where the request sets an abstention threshold, a
+choice whose p_correct is below it says `abstained: true` (its answer and text are kept: what it would have
+answered).
 Usage counts tokens as `tts solve` does (each record's "compute"): prompt, generated (completion_tokens) and
 verifier tokens (completion_tokens_details.verifier_tokens).
 """
@@ -16,8 +17,8 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from ..aggregate import NO_ANSWER, vote_classes
-from ..results import RECORD_KEYS
+from ..pipeline.aggregate import NO_ANSWER, vote_classes
+from ..pipeline.records import RECORD_KEYS
 from .schema import ApiError, SolveRequest
 
 
@@ -97,7 +98,7 @@ def problem_choices(record: dict[str, Any], request: SolveRequest) -> list[dict[
 
 def _abstention(p_correct: float, request: SolveRequest) -> dict[str, bool]:
     """{"abstained": ...} when the request sets a threshold (p_correct below it), else nothing."""
-    return {} if request.abstain_below is None else {"abstained": p_correct < request.abstain_below}
+    return request.run.abstention(p_correct)
 
 
 def usage(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def tts_block(request: SolveRequest, records: Sequence[dict[str, Any]]) -> dict[
         entry.update({k: v for k, v in record.items() if k not in ENGINE_RECORD_KEYS})  # the strategy's own block
         problems.append(entry)
     return {
-        "strategy": request.strategy,
+        "strategy": request.run.strategy,
         "n": request.params.n,
         "aggregation": request.vote,
         "score_kind": request.pick_kind,

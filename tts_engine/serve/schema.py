@@ -17,11 +17,15 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..aggregate import AGGREGATIONS
+from ..config import RunConfig
 from ..params import SamplingParams
+from ..pipeline.aggregate import AGGREGATIONS
+from ..settings import is_int
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-TTS_FIELDS = ("strategy", "n", "aggregation", "score_kind", "return_candidates", "abstain_below")
+RUN_FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig))
+"""The run's settings a request may set in `tts` (`RunConfig`: declared, defaulted and checked there)."""
+TTS_FIELDS = (*RUN_FIELDS, "n", "aggregation", "score_kind", "return_candidates")
 """Keys of the `tts` object besides the chosen strategy's own settings (AdaptiveConfig / SearchConfig fields)."""
 
 
@@ -56,7 +60,8 @@ class SolveRequest:
     """The model name as the client sent it (echoed in the response)."""
     texts: tuple[str, ...]
     """Problem texts: the last user turn (chat) or each prompt (completions)."""
-    strategy: str
+    run: RunConfig
+    """The run's settings: the strategy, and when a choice abstains."""
     params: SamplingParams
     """How each problem's samples are drawn: the request's fields over the server's defaults (n is tts.n; stop
     strings are added to the model's own)."""
@@ -73,14 +78,12 @@ class SolveRequest:
     return_candidates: bool
     stream: bool
     include_usage: bool
-    abstain_below: float | None = None
-    """A choice whose p_correct is below this is returned as abstained (its answer kept); None: never."""
 
     @property
     def batch_key(self) -> tuple:
         """Requests with equal keys can share one Engine.solve call."""
         config = json.dumps(dataclasses.asdict(self.config), sort_keys=True) if self.config is not None else None
-        return (self.strategy, json.dumps(dataclasses.asdict(self.params), sort_keys=True), config)
+        return (self.run.strategy, json.dumps(dataclasses.asdict(self.params), sort_keys=True), config)
 
     @property
     def rows_per_problem(self) -> int:
@@ -92,7 +95,8 @@ class Defaults:
     """What a request gets for every field it leaves out, and the server's caps (from `tts serve`'s options)."""
 
     model_name: str
-    strategy: str
+    run: RunConfig
+    """The run's settings: the strategy, and when a choice abstains."""
     params: SamplingParams
     """The server's sampling settings (`tts serve`'s SamplingParams options); a request overrides n, temperature,
     top_p, max tokens, seed and stop."""
@@ -109,8 +113,6 @@ class Defaults:
     max_samples: int
     max_tokens: int
     max_prompts: int
-    abstain_below: float | None = None
-    """The server's `--abstain-below` (None: a request abstains only when it asks to)."""
 
 
 # --- typed field readers -----------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def read_int(body: dict, name: str, low: int, high: int | None, default: Any, pa
     if value is None:  # absent or null: the default (OpenAI's reading of null)
         return default
     bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+    if not is_int(value) or value < low or (high is not None and value > high):
         raise ApiError(f"{param or name} must be an integer {bound}, got {_show(value)}", param=param or name)
     return value
 
@@ -275,7 +277,7 @@ def parse_request(body: Any, kind: str, defaults: Defaults) -> SolveRequest:
         kind=kind,
         model=body["model"],
         texts=tuple(texts),
-        strategy=strategy,
+        run=run_settings(tts, strategy, defaults),
         params=params,
         config=config,
         samples=samples,
@@ -287,8 +289,18 @@ def parse_request(body: Any, kind: str, defaults: Defaults) -> SolveRequest:
         ),
         stream=read_bool(body, "stream", False),
         include_usage=read_bool(stream_options, "include_usage", False, param="stream_options.include_usage"),
-        abstain_below=read_float(tts, "abstain_below", 0.0, 1.0, defaults.abstain_below, param="tts.abstain_below"),
     )
+
+
+def run_settings(tts: dict, strategy: str, defaults: Defaults) -> RunConfig:
+    """The request's run settings: its `tts` values of RunConfig's fields over the server's, checked by RunConfig
+    itself (a bad value is a 400 naming the field)."""
+    given = {name: tts[name] for name in RUN_FIELDS if tts.get(name) is not None}
+    try:
+        return dataclasses.replace(defaults.run, **{**given, "strategy": strategy})
+    except (ValueError, TypeError) as err:
+        field = next((name for name in given if name in str(err)), None)
+        raise ApiError(str(err), param=f"tts.{field}" if field else "tts") from None
 
 
 def model_strategy(model: Any, defaults: Defaults) -> str | None:
@@ -322,7 +334,7 @@ def tts_strategy(tts: dict, prefix: str | None, defaults: Defaults) -> str:
             f"tts.strategy {strategy!r} contradicts the model name's strategy {prefix!r}: send one of them",
             param="tts.strategy",
         )
-    strategy = strategy or prefix or defaults.strategy
+    strategy = strategy or prefix or defaults.run.strategy
     own = request_fields(defaults.strategies[strategy])
     for key in tts:
         if key in TTS_FIELDS or key in own:

@@ -11,8 +11,8 @@ What reaches tau is, by default, the p_correct of one vote's answer (`confidence
 `verifier_<score_norm>`; `majority` without a verifier): the probability that it is right, so a problem whose
 samples the verifier rejects keeps sampling. With `stop_on="share"` it is the vote's share instead, of the answered
 samples (the vote's own confidence) or of all samples or of the number of samples (`confidence_over`, see
-CONFIDENCE_OVER). Records are the engine's
-(`Engine.score_samples`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
+CONFIDENCE_OVER). Records are the pipeline's
+(`Pipeline.records`, docs/results.md) plus an "adaptive" block, written as each problem finishes; a rerun
 with the same `out` resumes. The problems still open in a round go to the backend in one generate call.
 """
 
@@ -22,12 +22,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from ..aggregate import aggregation_keys, headline_vote
 from ..backends.base import Sample
+from ..inputs.problems import Problem
 from ..params import SamplingParams
-from ..problems import Problem
-from ..run import RoundProgress
-from ..settings import setting
+from ..pipeline.aggregate import aggregation_keys, headline_vote
+from ..pipeline.records import ProblemRecord, StrategyBlock
+from ..settings import check_int, is_int, setting
+from .parts import Parts
+from .plan import RoundProgress
 from .registry import record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
@@ -55,7 +57,7 @@ def check_budgets(budgets: Sequence[int]) -> list[int]:
     budgets = list(budgets)
     if not budgets:
         raise ValueError("budgets must list at least one token budget, got []")
-    if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+    if not all(is_int(b) and b >= 1 for b in budgets):
         raise ValueError(f"budgets must be positive integers, got {budgets}")
     if any(later <= earlier for earlier, later in zip(budgets, budgets[1:])):
         raise ValueError(f"budgets must be strictly increasing, got {budgets}")
@@ -73,18 +75,17 @@ def parse_budgets(text: str) -> list[int]:
 
 def check_waves(wave: int, min_n: int, max_n: int) -> None:
     for name, value in (("wave", wave), ("min_n", min_n), ("max_n", max_n)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        check_int(name, value)
     if max_n < min_n:
         raise ValueError(f"max_n must be >= min_n, got max_n={max_n}, min_n={min_n}")
 
 
-def confidence_key(engine, confidence_from: str | None, top_logprobs: int = 20) -> str:
+def confidence_key(parts: Parts, confidence_from: str | None, top_logprobs: int = 20) -> str:
     """The vote whose confidence is compared with tau: the given one (any vote key the run's records carry),
     else the headline: weighted by the verifier's headline kind, or majority without a verifier."""
     if confidence_from is None:
-        return headline_vote(engine.headline_kind)
-    keys = aggregation_keys(record_kinds(engine, "adaptive-n", None, top_logprobs))
+        return headline_vote(parts.headline_kind)
+    keys = aggregation_keys(record_kinds(parts, "adaptive-n", None, top_logprobs))
     if confidence_from not in keys:
         raise ValueError(f"confidence_from must be one of {keys}, got {confidence_from!r}")
     return confidence_from
@@ -149,19 +150,21 @@ class _Rule:
     def block(self) -> dict[str, Any]:
         return {"confidence_from": self.key, "stop_on": self.stop_on, "confidence_over": self.over, "tau": self.tau}
 
-    def signal(self, record: dict[str, Any]) -> float:
+    def signal(self, record: ProblemRecord) -> float:
         return stop_signal(record, self.key, self.stop_on, self.over)
 
 
-def _rule(engine, params: SamplingParams, config: AdaptiveConfig, strategy: str) -> _Rule:
+def _rule(parts: Parts, params: SamplingParams, config: AdaptiveConfig, strategy: str) -> _Rule:
     """When a problem of `strategy` stops; a bad confidence key fails before any generation."""
-    key = confidence_key(engine, config.confidence_from, params.top_logprobs)
+    key = confidence_key(parts, config.confidence_from, params.top_logprobs)
     return _Rule(key, config.tau_for(strategy), config.confidence_over, config.stop_on)
 
 
-def _progress(record: dict[str, Any], rule: _Rule, confidence: float) -> RoundProgress:
-    """What an open problem's round says: its samples so far and the answer leading by the stopping rule's vote."""
-    return RoundProgress(record["id"], len(record["samples"]), record["aggregations"][rule.key]["answer"], confidence)
+def _progress(record: ProblemRecord, rule: _Rule) -> RoundProgress:
+    """What an open problem's round says: its samples so far, the answer leading by the stopping rule's vote, that
+    answer's p_correct and its vote share."""
+    vote = record.aggregations[rule.key]
+    return RoundProgress(record.id, len(record.samples), vote.answer, vote.p_correct, vote.confidence)
 
 
 # --- adaptive length ---------------------------------------------------------------------------------------
@@ -228,25 +231,25 @@ class AdaptiveLengthPlan:
 
     name = "adaptive-length"
 
-    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
-        self.engine, self.budgets = engine, config.budgets
-        self.rule = _rule(engine, params, config, self.name)
+    def __init__(self, parts: Parts, params: SamplingParams, config: AdaptiveConfig):
+        self.parts, self.budgets = parts, config.budgets
+        self.rule = _rule(parts, params, config, self.name)
         self.params = replace(params, max_new_tokens=self.budgets[0])
         self.rows_per_problem = params.n
         settings = {"budgets": self.budgets, **self.rule.block()}
-        self.run_block = {**engine.run_info(replace(params, max_new_tokens=self.budgets[-1])), "adaptive": settings}
-        self.verifier = cached(engine.verifier)
+        self.run_block = {**parts.run_info(replace(params, max_new_tokens=self.budgets[-1])), "adaptive": settings}
+        self.verifier = cached(parts.verifier)
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
+    def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord | RoundProgress]:
         """Rounds over one chunk of problems; yields each record as its problem finishes."""
-        engine, params, rule, budgets = self.engine, self.params, self.rule, self.budgets
-        clock, prompts, tracks = Clock(), engine.prompts(problems), [Track() for _ in problems]
-        samples = generate(engine, problems, prompts, params)  # (P, N)
+        parts, params, rule, budgets = self.parts, self.params, self.rule, self.budgets
+        clock, prompts, tracks = Clock(), parts.prompts.build(problems), [Track() for _ in problems]
+        samples = generate(parts, problems, prompts, params)  # (P, N)
         open_rows = list(range(len(problems)))
         for round_index, budget in enumerate(budgets):
             if round_index > 0:
                 continued = continue_samples(
-                    engine.backend,
+                    parts.backend,
                     [prompts[i] for i in open_rows],
                     [samples[i] for i in open_rows],
                     budget=budget,
@@ -257,14 +260,14 @@ class AdaptiveLengthPlan:
                     samples[i] = row
             still_open = []
             for i, record in score_open(
-                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+                parts, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
             ):
                 confidence = tracks[i].observe(record, rule.signal(record))
                 next_budget = budgets[round_index + 1] if round_index + 1 < len(budgets) else None
-                reason = _length_stop(confidence, rule.tau, next_budget, samples[i], engine.backend.max_model_len)
+                reason = _length_stop(confidence, rule.tau, next_budget, samples[i], parts.backend.max_model_len)
                 if reason is None:
                     still_open.append(i)
-                    yield _progress(record, rule, confidence)
+                    yield _progress(record, rule)
                     continue
                 yield _finish(
                     record, rule, tracks[i], confidence, reason, rounds=round_index + 1, budget_reached=budget
@@ -274,18 +277,43 @@ class AdaptiveLengthPlan:
                 return
 
 
-def _finish(record: dict[str, Any], rule: _Rule, track: Track, confidence: float, reason: str, **where: Any):
+@dataclass
+class AdaptiveBlock(StrategyBlock):
+    """A finished adaptive problem: the stopping rule, why and where it stopped, what it spent."""
+
+    key = "adaptive"
+    confidence_from: str
+    stop_on: str
+    confidence_over: str
+    tau: float
+    confidence: float
+    """The stop signal when the problem stopped."""
+    stopped_because: str
+    where: dict[str, int]
+    """adaptive-length: rounds and budget_reached; adaptive-n: n_used and waves."""
+    confidences: list[float]
+    """The stop signal after every round."""
+    tokens_spent: int
+    verifier_tokens_spent: int
+
+    def to_json(self) -> dict[str, Any]:
+        line = {k: v for k, v in vars(self).items() if k != "where"}
+        head = {k: line.pop(k) for k in ("confidence_from", "stop_on", "confidence_over", "tau", "confidence")}
+        return {**head, "stopped_because": line.pop("stopped_because"), **self.where, **line}
+
+
+def _finish(record: ProblemRecord, rule: _Rule, track: Track, confidence: float, reason: str, **where: int):
     """A finished problem's record with its adaptive block (why it stopped, where, what it spent)."""
-    record["adaptive"] = {
+    record.block = AdaptiveBlock(
         **rule.block(),
-        "confidence": confidence,
-        "stopped_because": reason,
-        **where,
-        "confidences": track.confidences,
-        "tokens_spent": record["compute"]["generated_tokens"],
-        "verifier_tokens_spent": track.verifier_tokens,
-    }
-    record["time_s"] = round(track.time_s, 4)
+        confidence=confidence,
+        stopped_because=reason,
+        where=where,
+        confidences=track.confidences,
+        tokens_spent=record.compute.generated_tokens,
+        verifier_tokens_spent=track.verifier_tokens,
+    )
+    record.time_s = round(track.time_s, 4)
     return record
 
 
@@ -316,38 +344,38 @@ class AdaptiveNPlan:
 
     name = "adaptive-n"
 
-    def __init__(self, engine, params: SamplingParams, config: AdaptiveConfig):
-        self.engine, self.wave, self.min_n = engine, config.wave, config.min_n
-        self.rule = _rule(engine, params, config, self.name)
+    def __init__(self, parts: Parts, params: SamplingParams, config: AdaptiveConfig):
+        self.parts, self.wave, self.min_n = parts, config.wave, config.min_n
+        self.rule = _rule(parts, params, config, self.name)
         self.params = replace(params, n=config.max_n)
         self.rows_per_problem = config.wave
         settings = {"wave": config.wave, "min_n": config.min_n, "max_n": config.max_n, **self.rule.block()}
-        self.run_block = {**engine.run_info(self.params), "adaptive": settings}
-        self.verifier = cached(engine.verifier)
+        self.run_block = {**parts.run_info(self.params), "adaptive": settings}
+        self.verifier = cached(parts.verifier)
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
+    def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord | RoundProgress]:
         """Waves over one chunk of problems; yields each record as its problem finishes."""
-        engine, params, rule, max_n = self.engine, self.params, self.rule, self.params.n
-        clock, prompts, tracks = Clock(), engine.prompts(problems), [Track() for _ in problems]
+        parts, params, rule, max_n = self.parts, self.params, self.rule, self.params.n
+        clock, prompts, tracks = Clock(), parts.prompts.build(problems), [Track() for _ in problems]
         samples: list[list[Sample]] = [[] for _ in problems]  # (P, n so far)
         open_rows, wave_index = list(range(len(problems))), 0
         while open_rows:
             size = min(self.wave, max_n - len(samples[open_rows[0]]))  # every open problem has as many samples
             step = replace(params, n=size, seed=derive_seed(params.seed, "wave", wave_index))
-            new = generate(engine, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
+            new = generate(parts, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
             for i, row in zip(open_rows, new):
                 samples[i].extend(row)
             wave_index += 1
             still_open = []
             for i, record in score_open(
-                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+                parts, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
             ):
                 confidence, used = tracks[i].observe(record, rule.signal(record)), len(samples[i])
                 enough = used >= self.min_n and confidence >= rule.tau
                 reason = "confident" if enough else "max_n" if used >= max_n else None
                 if reason is None:
                     still_open.append(i)
-                    yield _progress(record, rule, confidence)
+                    yield _progress(record, rule)
                     continue
                 yield _finish(record, rule, tracks[i], confidence, reason, n_used=used, waves=wave_index)
             open_rows = still_open

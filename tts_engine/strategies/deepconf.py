@@ -20,8 +20,8 @@ Per problem (per chunk of problems, all in the same generate calls):
 
 The answer is the vote `vote_from` (any key of a record's "aggregations"): confidence and the verifier are two
 signals, so either can stop (`consensus_from`) and either can answer (`vote_from`); the trace stop is always by
-confidence. Records are the engine's with every key of "aggregations" voted over the samples that vote, plus a
-"deepconf" block.
+confidence. Records are the pipeline's, every key of "aggregations" voted over the samples that vote, plus a "deepconf"
+block.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Literal, Sequence
 
-from ..aggregate import aggregation_keys, vote_predictions
 from ..backends.base import Sample
-from ..confidence import group_confidences, percentile_threshold
+from ..inputs.problems import Problem
 from ..params import SamplingParams
-from ..problems import Problem
-from ..settings import setting
+from ..pipeline.aggregate import aggregation_keys
+from ..pipeline.build import voting_samples
+from ..pipeline.confidence import group_confidences, percentile_threshold
+from ..pipeline.records import ProblemRecord, StrategyBlock
+from ..settings import check_int, setting
+from .parts import Parts
 from .registry import record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
@@ -56,8 +59,6 @@ from .rounds import (
 
 log = logging.getLogger(__name__)
 
-IN_LOOP_BACKENDS = ("hf",)
-"""Backends that check `SamplingParams.stop_below` at every token; the others are stopped by chunks."""
 DEFAULT_VOTE = "weighted:conf_lowest_group"
 """DeepConf's vote: weighted by the lowest group confidence, over the samples that were not stopped."""
 
@@ -99,8 +100,7 @@ class DeepConfConfig:
     def __post_init__(self) -> None:
         for name in ("warmup", "trace_wave"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            check_int(name, value)
         if not 0 < self.eta <= 1:
             raise ValueError(f"eta must be in (0, 1], got {self.eta}")
         self.consensus = check_tau(self.consensus)
@@ -114,9 +114,9 @@ class DeepConfConfig:
             raise ValueError(f"stop_check_tokens must be an integer >= 0, got {self.stop_check_tokens!r}")
 
 
-def _check_key(engine, params: SamplingParams, key: str, name: str) -> str:
+def _check_key(parts: Parts, params: SamplingParams, key: str, name: str) -> str:
     """`key` if the run's records carry that vote (the choices of vote_from, consensus_from)."""
-    keys = aggregation_keys(record_kinds(engine, "deepconf", None, params.top_logprobs))
+    keys = aggregation_keys(record_kinds(parts, "deepconf", None, params.top_logprobs))
     if key not in keys:
         raise ValueError(f"{name} must be one of {keys}, got {key!r}")
     return key
@@ -138,23 +138,33 @@ def stop_low(samples: Sequence[Sample], threshold: float, window: int) -> list[S
     return out
 
 
-def voting_view(record: dict[str, Any], stopped_votes: str) -> list[dict[str, Any]]:
-    """The sample records that vote: stopped samples' answers removed when they vote for nothing."""
+def votes_from(stopped_votes: str):
+    """Which samples vote: with `stopped_votes` "none", a sample stopped for low confidence votes for nothing (its
+    answer stays in the record); with "low", every sample votes."""
     if stopped_votes == "low":
-        return record["samples"]
-    return [
-        {**s, "answer": None, "answer_class": -1} if s["finish_reason"] == "low_confidence" else s
-        for s in record["samples"]
-    ]
+        return None
+    return lambda sample: sample.finish_reason != "low_confidence"
 
 
-def revote(record: dict[str, Any], stopped_votes: str, calibration) -> list[dict[str, Any]]:
-    """Recompute every vote of `record` and its p_correct over the samples that vote; returns those sample records."""
-    voters = voting_view(record, stopped_votes)
-    grades = [c["correct"] for c in record["classes"]]
-    record["aggregations"] = vote_predictions(voters, grades, has_reference=record["reference"] is not None)
-    calibration.annotate(record, voters)
-    return voters
+@dataclass
+class DeepconfBlock(StrategyBlock):
+    """A finished deepconf problem: its stop threshold, why and when it stopped, what it spent, its answer."""
+
+    key = "deepconf"
+    threshold: float | None
+    """The stop threshold (raw C) from the warm-up's lowest group confidences."""
+    confidence: float
+    """The consensus signal when the problem stopped."""
+    confidences: list[float]
+    stopped_because: str
+    n_used: int
+    stopped_samples: int
+    waves: int
+    vote_from: str
+    answer: str | None
+    correct: bool | None
+    tokens_spent: int
+    verifier_tokens_spent: int
 
 
 @register_strategy(
@@ -168,15 +178,15 @@ class DeepConfPlan:
 
     name = "deepconf"
 
-    def __init__(self, engine, params: SamplingParams, config: DeepConfConfig):
+    def __init__(self, parts: Parts, params: SamplingParams, config: DeepConfConfig):
         if params.top_logprobs < 1:
             raise ValueError(f"strategy deepconf needs token confidences: top_logprobs >= 1, got {params.top_logprobs}")
         if config.warmup > params.n:
             raise ValueError(f"warmup must be <= n, got warmup={config.warmup}, n={params.n}")
-        self.engine, self.params, self.config = engine, params, config
-        self.vote_key = _check_key(engine, params, config.vote_from or DEFAULT_VOTE, "vote_from")
-        self.consensus_key = _check_key(engine, params, config.consensus_from or self.vote_key, "consensus_from")
-        self.in_loop = engine.backend.name in IN_LOOP_BACKENDS
+        self.parts, self.params, self.config = parts, params, config
+        self.vote_key = _check_key(parts, params, config.vote_from or DEFAULT_VOTE, "vote_from")
+        self.consensus_key = _check_key(parts, params, config.consensus_from or self.vote_key, "consensus_from")
+        self.in_loop = parts.backend.stops_in_loop
         self.chunk_tokens = config.stop_check_tokens or params.confidence_window
         self.rows_per_problem = max(config.warmup, config.trace_wave)
         self.run_threshold: float | None = None
@@ -193,8 +203,8 @@ class DeepConfPlan:
             "trace_wave": config.trace_wave,
             "stop_mode": "in_loop" if self.in_loop else f"chunks of {self.chunk_tokens} tokens",
         }
-        self.run_block = {**engine.run_info(params), "deepconf": self.settings}
-        self.verifier = cached(engine.verifier)
+        self.run_block = {**parts.run_info(params), "deepconf": self.settings}
+        self.verifier = cached(parts.verifier)
 
     # --- thresholds ---------------------------------------------------------------------------------------
     def _thresholds(self, warm: Sequence[Sequence[Sample]]) -> list[float]:
@@ -216,27 +226,28 @@ class DeepConfPlan:
     def _stopped_wave(self, problems, prompts, step: SamplingParams, thresholds: list[float]) -> list[list[Sample]]:
         """One wave of samples per prompt, each stopped when its window confidence falls below its threshold."""
         if self.in_loop:
-            return generate(self.engine, problems, prompts, replace(step, stop_below=thresholds))
+            return generate(self.parts, problems, prompts, replace(step, stop_below=thresholds))
         window = step.confidence_window
         budget = min(self.chunk_tokens, step.max_new_tokens)
-        samples = generate(self.engine, problems, prompts, replace(step, max_new_tokens=budget))
+        samples = generate(self.parts, problems, prompts, replace(step, max_new_tokens=budget))
         samples = [stop_low(row, t, window) for row, t in zip(samples, thresholds)]
         round_index = 0
-        max_len = self.engine.backend.max_model_len
+        max_len = self.parts.backend.max_model_len
         while budget < step.max_new_tokens and any(can_continue(s, budget + 1, max_len) for r in samples for s in r):
             budget, round_index = min(budget + self.chunk_tokens, step.max_new_tokens), round_index + 1
             samples = continue_samples(
-                self.engine.backend, prompts, samples, budget=budget, params=step, round_index=round_index
+                self.parts.backend, prompts, samples, budget=budget, params=step, round_index=round_index
             )
             samples = [stop_low(row, t, window) for row, t in zip(samples, thresholds)]
         return samples
 
     # --- the plan -----------------------------------------------------------------------------------------
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
-        engine, params, config = self.engine, self.params, self.config
-        clock, prompts = Clock(), engine.prompts(problems)
+    def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
+        parts, params, config = self.parts, self.params, self.config
+        clock, prompts = Clock(), parts.prompts.build(problems)
         warm_params = replace(params, n=config.warmup)
-        samples = generate(engine, problems, prompts, warm_params)  # (P, warmup)
+        samples = generate(parts, problems, prompts, warm_params)  # (P, warmup)
+        voting = votes_from(config.stopped_votes)
         thresholds = self._thresholds(samples)
         tracks = [Track() for _ in problems]
         open_rows = list(range(len(problems)))
@@ -244,14 +255,11 @@ class DeepConfPlan:
         while open_rows:
             still_open = []
             for i, record in score_open(
-                engine, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+                parts, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks, voting
             ):
-                voters = revote(record, config.stopped_votes, engine.calibration)
-                share = stop_signal(
-                    {**record, "samples": voters}, self.consensus_key, config.consensus_on, config.consensus_over
-                )
-                tracks[i].confidences.append(share)
-                tracks[i].verifier_tokens += sum(s["verifier_tokens"] for s in record["samples"])
+                voters = voting_samples(record.samples, voting)
+                share = stop_signal(record, self.consensus_key, config.consensus_on, config.consensus_over, voters)
+                tracks[i].observe(record, share)
                 used = len(samples[i])
                 reason = "consensus" if share >= config.consensus else "max_n" if used >= params.n else None
                 if reason is None:
@@ -274,22 +282,22 @@ class DeepConfPlan:
             wave_index += 1
 
     def _finish(self, record, track: Track, threshold: float, share: float, reason: str, used: int, waves: int):
-        vote = record["aggregations"][self.vote_key]
-        record["deepconf"] = {
-            "threshold": round(threshold, 6) if threshold not in (float("inf"), float("-inf")) else None,
-            "confidence": share,
-            "confidences": track.confidences,
-            "stopped_because": reason,
-            "n_used": used,
-            "stopped_samples": sum(s["finish_reason"] == "low_confidence" for s in record["samples"]),
-            "waves": waves,
-            "vote_from": self.vote_key,
-            "answer": vote["answer"],
-            "correct": vote["correct"],
-            "tokens_spent": record["compute"]["generated_tokens"],
-            "verifier_tokens_spent": track.verifier_tokens,
-        }
-        record["time_s"] = round(track.time_s, 4)
+        vote = record.aggregations[self.vote_key]
+        record.block = DeepconfBlock(
+            threshold=round(threshold, 6) if threshold not in (float("inf"), float("-inf")) else None,
+            confidence=share,
+            confidences=track.confidences,
+            stopped_because=reason,
+            n_used=used,
+            stopped_samples=sum(s.finish_reason == "low_confidence" for s in record.samples),
+            waves=waves,
+            vote_from=self.vote_key,
+            answer=vote.answer,
+            correct=vote.correct,
+            tokens_spent=record.compute.generated_tokens,
+            verifier_tokens_spent=track.verifier_tokens,
+        )
+        record.time_s = round(track.time_s, 4)
         return record
 
 

@@ -24,8 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
+from ..inputs.problems import Problem
 from ..params import SamplingParams
-from ..problems import Problem
+from ..pipeline.records import ProblemRecord
+from ..settings import check_int
+from .parts import Parts
 from .registry import register_strategy
 from .rounds import derive_seed
 from .search.config import SearchConfig, StepSearchSettings, check_n_multiple
@@ -52,8 +55,7 @@ class ParticleConfig(StepSearchSettings):
         t = self.resample_temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
             raise ValueError(f"resample_temperature must be a number > 0, got {t!r}")
-        if isinstance(self.sweeps, bool) or not isinstance(self.sweeps, int) or self.sweeps < 1:
-            raise ValueError(f"sweeps must be an integer >= 1, got {self.sweeps!r}")
+        check_int("sweeps", self.sweeps)
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N particles split into `sweeps` sweeps of at least 2 (a reference and a new one)."""
@@ -99,25 +101,25 @@ class ParticlePlan:
 
     name = "particle"
 
-    def __init__(self, engine, params: SamplingParams, config: ParticleConfig, *, step_scorer=None):
-        delimiter = config.step_delimiter or engine.prompt_config.step_delimiter
-        scorer = step_scorer or engine.step_scorer(delimiter, prm_format=config.prm_format)
+    def __init__(self, parts: Parts, params: SamplingParams, config: ParticleConfig, *, step_scorer=None):
+        delimiter = config.step_delimiter or parts.prompts.config.step_delimiter
+        scorer = step_scorer or parts.steps.scorer(delimiter, prm_format=config.prm_format)
         steps = SearchConfig(
-            beam_width=1, max_steps=config.max_steps, step_aggregation=config.step_aggregation, filter_duplicates=False
+            beam_width=1, max_steps=config.max_steps, step_reduction=config.step_reduction, filter_duplicates=False
         ).for_scorer(scorer)
-        self.engine, self.params, self.config = engine, params, config
+        self.parts, self.params, self.config = parts, params, config
         self.rows_per_problem = params.n // config.sweeps
         self.searches = [  # a sweep of its own draws its own steps
-            Search(engine.backend, scorer, steps, _sweep_params(params, s), delimiter) for s in range(config.sweeps)
+            Search(parts.backend, scorer, steps, _sweep_params(params, s), delimiter) for s in range(config.sweeps)
         ]
         self.run_block: dict[str, Any] = {
-            **engine.run_info(params),
-            "verifier": getattr(scorer, "name", type(scorer).__name__),
-            "particle": {**asdict(config), "step_aggregation": steps.step_aggregation, "step_delimiter": delimiter},
+            **parts.run_info(params),
+            "verifier": scorer.name,
+            "particle": {**asdict(config), "step_reduction": steps.step_reduction, "step_delimiter": delimiter},
         }
 
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any]]:
-        swarms = [Swarm(tree, self.rows_per_problem) for tree in new_trees(self.engine, problems, [])]
+    def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
+        swarms = [Swarm(tree, self.rows_per_problem) for tree in new_trees(self.parts, problems, [])]
         for swarm in swarms:
             self._start_sweep(swarm)
         while swarms:
@@ -191,11 +193,11 @@ class ParticlePlan:
             swarm.reference = _path(swarm.tree, rng.choices(final, weights=weights)[0])
             self._start_sweep(swarm)
 
-    def _record(self, swarm: Swarm) -> dict[str, Any]:
+    def _record(self, swarm: Swarm) -> ProblemRecord:
         finals = [p for final in swarm.finals for p in final]
         swarm.tree.groups = [Group(GroupPlan(0, 0, 1, len(finals)), kept=[], finished=finals)]
-        [record] = build_records(self.engine, [swarm.tree], self.params, self.run_block)
-        record["search"]["sweeps"] = [[p.id for p in final] for final in swarm.finals]
+        [record] = build_records(self.parts, [swarm.tree], self.params)
+        record.block.sweeps = [[p.id for p in final] for final in swarm.finals]
         return record
 
 
@@ -221,5 +223,5 @@ def _path(tree: Tree, leaf: Node) -> list[Node]:
     headline=step_headline,
     n_rule=ParticleConfig.check_n,
 )
-def particle_plan(engine, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
-    return ParticlePlan(engine, params, config, **extra)
+def particle_plan(parts: Parts, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
+    return ParticlePlan(parts, params, config, **extra)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Callable, Sequence
 
-from ..confidence import CONFIDENCE_KINDS
+from ..pipeline.confidence import CONFIDENCE_KINDS
+from ..plugins import load_plugins
 
 BUILTIN_STRATEGY_MODULES = (
     "tts_engine.strategies.fixed",
@@ -36,21 +35,19 @@ BUILTIN_STRATEGY_MODULES = (
 DEFAULT_STRATEGY = "fixed"
 """The strategy of a run or request that names none (`tts solve`, `tts serve`, `Engine.solve`)."""
 ENTRY_POINT_GROUP = "tts_engine.strategies"
-"""Entry-point group of strategies from other packages: each entry names a module (or an object in one) whose
+"""Entry-point group of strategies from other packages (`tts_engine.plugins`): each entry names a module whose
 import registers its strategies (`[project.entry-points."tts_engine.strategies"] mine = "my_pkg.strategy"`)."""
 SERVER_CAPS = ("samples", "tokens")
 """What a request's setting may be capped by: the server's most samples per problem or most new tokens."""
 
-log = logging.getLogger(__name__)
 
-
-def _engine_kinds(engine, config) -> tuple[str, ...]:
+def _engine_kinds(parts, config) -> tuple[str, ...]:
     """The engine verifier's score kinds (what the engine's records carry besides likelihood and confidence)."""
-    return tuple(engine.verifier.kinds) if engine.verifier is not None else ()
+    return tuple(parts.verifier.kinds) if parts.verifier is not None else ()
 
 
-def _engine_headline(engine, config) -> str | None:
-    return engine.headline_kind
+def _engine_headline(parts, config) -> str | None:
+    return parts.headline_kind
 
 
 def _n(n: int, config) -> int:
@@ -71,7 +68,7 @@ class StrategyEntry:
 
     name: str
     build: Callable[..., Any]
-    """build(engine, params, config, **extra) -> Plan (`tts_engine.run.Plan`)."""
+    """build(parts, params, config, **extra) -> Plan (`tts_engine.strategies.plan.Plan`); parts: `Parts`."""
     config_type: type | None
     """The settings dataclass of the strategy (its fields become `tts solve` / `tts serve` options and the
     server's `tts` object keys), or None."""
@@ -80,9 +77,9 @@ class StrategyEntry:
     samples: Callable[[int, Any], int] = _n
     """samples(n, config) -> the most samples one problem may hold (the server's row budget, the summary)."""
     verifier_kinds: Callable[[Any, Any], tuple[str, ...]] = _engine_kinds
-    """verifier_kinds(engine, config) -> the verifier score kinds its records carry (default: the engine's)."""
+    """verifier_kinds(parts, config) -> the verifier score kinds its records carry (default: the engine's)."""
     headline: Callable[[Any, Any], str | None] = _engine_headline
-    """headline(engine, config) -> the score kind its headline votes use (default: the engine verifier's)."""
+    """headline(parts, config) -> the score kind its headline votes use (default: the engine verifier's)."""
     summary_lines: Callable[[Sequence[dict[str, Any]]], list[str]] = _no_lines
     """summary_lines(records) -> what the run spent, for `tts solve`'s summary (e.g. adaptive's stop reasons)."""
     n_rule: Callable[[Any, int, str], None] = _any_n
@@ -111,7 +108,7 @@ _STRATEGIES: dict[str, StrategyEntry] = {}
 
 
 def register_strategy(name: str, *, config_type: type | None = None, help: str = "", **declared: Any):
-    """Class or function decorator: `build(engine, params, config, **extra) -> Plan` under `name`; `declared`
+    """Class or function decorator: `build(parts, params, config, **extra) -> Plan` under `name`; `declared`
     sets the entry's other fields (samples, verifier_kinds, headline, summary_lines, n_rule, request_caps,
     request_fields). A settings field that collides with another strategy's fails here."""
 
@@ -158,37 +155,13 @@ def _declared_by(cls: type, field_name: str) -> type:
     return next(k for k in cls.__mro__ if field_name in k.__dict__.get("__annotations__", {}))
 
 
-_PLUGINS_LOADED = False
-
-
 def strategies() -> dict[str, StrategyEntry]:
-    """Every registered strategy: the built-ins, then those of installed packages (entry points), then any
-    registered in-process."""
+    """Every registered strategy: the built-ins, then those of installed packages (`tts_engine.plugins`, group
+    `tts_engine.strategies`), then any registered in-process."""
     for module in BUILTIN_STRATEGY_MODULES:
         importlib.import_module(module)
-    _load_plugins()
+    load_plugins(ENTRY_POINT_GROUP)
     return dict(_STRATEGIES)
-
-
-def _load_plugins() -> None:
-    """Import each module of the `tts_engine.strategies` entry-point group once. A plug-in that fails to load is
-    logged (naming it and its package) and left out: it never stops the built-ins from working. A setting that
-    collides with a built-in's (a ValueError from its registration) does stop the run: it would change what an
-    option means."""
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        package = point.dist.name if point.dist is not None else "?"
-        try:
-            point.load()
-        except ValueError as err:
-            raise ValueError(f"strategy plug-in {point.name!r} (package {package}): {err}") from None
-        except Exception as err:  # a broken plug-in: say which, go on
-            log.warning(
-                "strategy plug-in %r (%s, package %s) failed to load: %s", point.name, point.value, package, err
-            )
 
 
 def strategy_entry(name: str) -> StrategyEntry:
@@ -203,9 +176,9 @@ def config_types() -> list[type]:
     return list(dict.fromkeys(e.config_type for e in strategies().values() if e.config_type is not None))
 
 
-def record_kinds(engine, strategy: str, config: Any, top_logprobs: int) -> tuple[str, ...]:
+def record_kinds(parts, strategy: str, config: Any, top_logprobs: int) -> tuple[str, ...]:
     """The score kinds every record of a run carries: likelihood, the confidence kinds (with top-k log-probs)
     and the strategy's verifier kinds. The one place the server, the adaptive stop rules and eval ask."""
     entry = strategy_entry(strategy)
     confidence = CONFIDENCE_KINDS if top_logprobs else ()
-    return ("likelihood", *confidence, *entry.verifier_kinds(engine, config))
+    return ("likelihood", *confidence, *entry.verifier_kinds(parts, config))

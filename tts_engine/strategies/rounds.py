@@ -13,9 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..backends.base import PromptFailedError, PromptTooLongError, Sample
+from ..inputs.problems import Problem
 from ..params import SamplingParams
-from ..problems import Problem
-from ..run import generate_or_fail
+from ..pipeline.failures import generate_or_fail
+from ..pipeline.records import ProblemRecord
 
 log = logging.getLogger(__name__)
 
@@ -34,30 +35,32 @@ samples (each could give at most 1), so that a verifier's scores count as belief
 confidence near 0, not the 1.0 of a share among themselves."""
 
 
-def record_confidence(record: dict[str, Any], key: str, over: str = "answered") -> float:
-    """The confidence of strategy `key`'s vote in a record, as a share of the answered samples' scores, of all
-    samples' scores, or of the number of samples (see CONFIDENCE_OVER)."""
-    confidence = record["aggregations"][key]["confidence"]
+def record_confidence(record: ProblemRecord, key: str, over: str = "answered", samples=None) -> float:
+    """The confidence of vote `key` in a record, as a share of the answered samples' scores, of all samples'
+    scores, or of the number of samples (see CONFIDENCE_OVER); `samples`: those that voted (default all)."""
+    confidence = record.aggregations[key].confidence
     if over == "answered":
         return confidence
+    samples = record.samples if samples is None else samples
     kind = key.split(":", 1)[1] if ":" in key else None  # majority weighs every sample 1
-    weights = [s["scores"][kind] if kind else 1.0 for s in record["samples"]]
-    answered = sum(w for w, s in zip(weights, record["samples"]) if s["answer_class"] >= 0)
+    weights = [s.scores[kind] if kind else 1.0 for s in samples]
+    answered = sum(w for w, s in zip(weights, samples) if s.answer_class >= 0)
     whole = len(weights) if over == "samples" else sum(weights)
     return round(confidence * answered / whole, 6) if whole > 0 else 0.0
 
 
 STOP_ON = ("p_correct", "share")
 """What a round's stop compares with its threshold: the leading answer's p_correct (the probability that it is right,
-`tts_engine.calibration`), or its vote share (`confidence`, as a share `over`, see CONFIDENCE_OVER): a share reaches
+`tts_engine.pipeline.calibration`), or its vote share (`confidence`, as a share `over`, see CONFIDENCE_OVER): a share reaches
 1.0 when the verifier rejects every sample but one class, p_correct does not."""
 
 
-def stop_signal(record: dict[str, Any], key: str, stop_on: str, over: str = "answered") -> float:
-    """The value of vote `key` in a record that a stop compares with its threshold (see STOP_ON)."""
+def stop_signal(record: ProblemRecord, key: str, stop_on: str, over: str = "answered", samples=None) -> float:
+    """The value of vote `key` in a record that a stop compares with its threshold (see STOP_ON); `samples`: those
+    that voted (default all)."""
     if stop_on == "p_correct":
-        return record["aggregations"][key]["p_correct"]
-    return record_confidence(record, key, over)
+        return record.aggregations[key].p_correct
+    return record_confidence(record, key, over, samples)
 
 
 def check_stop_on(stop_on: str) -> str:
@@ -191,6 +194,8 @@ class CachedVerifier:
     earlier round comes back as a copy that computed nothing (tokens 0), so summing the rounds' verifier tokens
     counts each scoring once."""
 
+    scores_by_text = True
+
     def __init__(self, verifier):
         self.inner, self.name, self.kinds = verifier, verifier.name, verifier.kinds
         self.headline_kind = verifier.headline_kind
@@ -226,11 +231,11 @@ class Track:
     time_s: float = 0.0
     """This problem's share of the wall time of every round it was open in (the shares add up to the run)."""
 
-    def observe(self, record: dict[str, Any], signal: float) -> float:
+    def observe(self, record: ProblemRecord, signal: float) -> float:
         """Note a round's record: its stop signal (see `stop_signal`) and what its scoring computed; returns the
         signal."""
         self.confidences.append(signal)
-        self.verifier_tokens += sum(sample["verifier_tokens"] for sample in record["samples"])
+        self.verifier_tokens += record.compute.verifier_tokens
         return signal
 
 
@@ -247,9 +252,9 @@ class Clock:
         self.last = now
 
 
-def generate(engine, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
+def generate(parts, problems: Sequence[Problem], prompts: Sequence[str], params: SamplingParams):
     """`params.n` samples of each prompt `# (P, n)`; a prompt that fails is its problem's failure."""
-    return generate_or_fail(engine.backend, problems, prompts, params)
+    return generate_or_fail(parts.backend, problems, prompts, params)
 
 
 def cached(verifier) -> CachedVerifier | None:
@@ -257,15 +262,18 @@ def cached(verifier) -> CachedVerifier | None:
     return CachedVerifier(verifier) if verifier is not None else None
 
 
-def score_open(engine, problems, prompts, samples, open_rows: Sequence[int], params, verifier, clock, tracks):
-    """One round's records of the open problems `# (open,)`, scored by `verifier`; the round's wall time charged
-    to them. Yields (row, record) pairs."""
-    records = engine.score_samples(
+def score_open(
+    parts, problems, prompts, samples, open_rows: Sequence[int], params, verifier, clock, tracks, votes_from=None
+):
+    """One round's records of the open problems `# (open,)`, scored by `verifier` (`votes_from`: which samples
+    vote, see `Pipeline.records`); the round's wall time charged to them. Returns (row, record) pairs."""
+    records = parts.pipeline.records(
         [problems[i] for i in open_rows],
         [prompts[i] for i in open_rows],
         [samples[i] for i in open_rows],
         params,
         verifier=verifier,
+        votes_from=votes_from,
     )
     clock.charge(tracks, open_rows)
     return list(zip(open_rows, records))

@@ -16,6 +16,10 @@ class SampleScore:
     """Tokens the verifier read or wrote for this solution (its compute)."""
     status: str = "ok"
     """"ok", or why the score is a fallback (e.g. "too_long": the verification prompt exceeds the context)."""
+    step_scores: list[float] | None = None
+    """P(step correct) per solution step (generative verifiers); None when it has none."""
+    text: str = ""
+    """What a generative verifier wrote of the solution ("" for one that writes nothing)."""
 
 
 class Verifier(Protocol):
@@ -27,6 +31,9 @@ class Verifier(Protocol):
     """The score kinds this verifier produces (keys of SampleScore.scores; `tts_engine.verifiers.kinds`)."""
     headline_kind: str | None
     """The kind headline votes and adaptive confidence use; None: `verifier_<score_norm>`."""
+    scores_by_text: bool
+    """True: a score belongs to a text (the pipeline scores each distinct text of a problem once); False: to a sample
+    (a search's beams keep their own step scores)."""
 
     def step_scorer(self, prompt_for: Callable[[str], str], delimiter: str, score_norm: str) -> "StepScorer":
         """This verifier as a step scorer for step-level search (ValueError where it cannot score steps)."""
@@ -72,6 +79,8 @@ class StepScorer(Protocol):
     """score_steps(problem, steps) -> per-step scores; score_batch does many in one call."""
 
     name: str
+    reduction: str
+    """How a search ranks a partial solution by its step scores unless told otherwise (last, min, prod, mean)."""
 
     def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]: ...
 
@@ -82,6 +91,7 @@ class BatchedScorer:
     """`score_steps` from `score_batch`: subclasses implement the batched call only."""
 
     name = "scorer"
+    reduction = "last"
 
     def score_steps(self, problem: str, steps: Sequence[str]) -> list[float]:
         return self.score_batch([problem], [steps])[0].scores

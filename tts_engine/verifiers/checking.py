@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from ..answers.extract import extract_answer
-from ..prompts import PromptConfig
+from ..inputs.prompts import PromptConfig
 from .base import PrefixCachedScorer, SampleScore, StepScores, common_prefix
 from .process import ProcessSampleScore, ProcessStepScorer, ProcessVerifier, build_process_prompt
 from .registry import register_score_kind, register_verify_form
@@ -25,6 +25,7 @@ class CheckingVerifier:
     """
 
     name = "check"
+    scores_by_text = True  # a score belongs to a text: each distinct text is scored once
     kinds = ("verifier_vocab", "verifier_yes_no", "verifier_min", "verifier_prod", "verifier_last")
     headline_kind = None  # verifier_<score_norm>
 
@@ -33,7 +34,7 @@ class CheckingVerifier:
             backend,
             prompt_config,
             form="compact",
-            aggregation="final",
+            headline="final",
             max_new_tokens=prompt_config.check_max_tokens,
             temperature=prompt_config.check_temperature,
         )
@@ -104,9 +105,8 @@ def teacher_forced_reads(
         if pair is not None and len(backend.encode(pair[0] + pair[1])) <= backend.max_model_len
     ]
     queries, continuations = [pairs[k][0] for k in fits], [pairs[k][1] for k in fits]
-    lookup = getattr(backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))
-    cached = lookup(queries) if fits else []
-    keep = {"remember": True} if remember and getattr(backend, "remembers_reads", False) else {}
+    cached = backend.cached_prefix_tokens(queries) if fits else []
+    keep = {"remember": True} if remember and backend.remembers_reads else {}
     logps = backend.continuation_logprobs(queries, continuations, **keep) if fits else []
     reads = [(0.0, 0)] * len(pairs)
     for k, q, c, hit, logp in zip(fits, queries, continuations, cached, logps):
@@ -119,13 +119,6 @@ def path_reads(backend, check_prompts: list[str], solutions: list[str]) -> list[
     (check prompt, solution)."""
     paths = [solution_path(s) for s in solutions]
     return teacher_forced_reads(backend, [None if path is None else (p, path) for p, path in zip(check_prompts, paths)])
-
-
-def _needs_continuations(backend) -> None:
-    if not hasattr(backend, "continuation_logprobs"):
-        raise ValueError(
-            f"check_answer_score needs a backend that scores continuations (hf, vllm, openai); got {backend.name}"
-        )
 
 
 class ResolvingVerifier(CheckingVerifier):
@@ -149,7 +142,6 @@ class ResolvingVerifier(CheckingVerifier):
 
     def __init__(self, backend, prompt_config: PromptConfig):
         super().__init__(backend, prompt_config)
-        _needs_continuations(backend)
 
     def step_scorer(self, prompt_for: Callable[[str], str], delimiter: str, score_norm: str) -> "PathStepScorer":
         """Its belief in each step, read teacher-forced (the step by step `verifier_path`)."""
@@ -195,11 +187,11 @@ class PathVerifier:
     verdict, marks, `verifier_answer` or check text; one teacher-forced read per distinct solution."""
 
     name = "path"
+    scores_by_text = True  # a score belongs to a text: each distinct text is scored once
     kinds = ("verifier_path",)
     headline_kind = "verifier_path"
 
     def __init__(self, backend, prompt_config: PromptConfig):
-        _needs_continuations(backend)
         self.backend = backend
         self.config = prompt_config
 
@@ -269,7 +261,7 @@ class PathStepScorer(PrefixCachedScorer):
     """
 
     name = "path"
-    aggregation = "prod"
+    reduction = "prod"
     """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_path`."""
 
     def _read(self, keys):
@@ -297,7 +289,7 @@ def make_resolving_verifier(backend, prompt_config: PromptConfig):
 register_verify_form("check", CheckingVerifier)
 register_verify_form("resolve", make_resolving_verifier)
 for _how in ("min", "prod", "last"):
-    register_score_kind(f"verifier_{_how}", f"the check's step marks' P(+), aggregated by {_how}", "check, resolve")
+    register_score_kind(f"verifier_{_how}", f"the check's step marks' P(+), reduced by {_how}", "check, resolve")
 register_score_kind(
     "verifier_answer", "P(the solution's answer) right after the re-solve's last '=' (mean over re-solves)", "resolve"
 )

@@ -4,10 +4,11 @@ the generator's backend or a separate verifier checkpoint's. `Engine` asks here 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..prompts import PromptConfig
+from ..inputs.prompts import PromptConfig
 from .registry import judges_steps, make_verifier
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def build_verifier(
     verifier_model: str | Path | None,
     make_backend: Callable[[str], Any],
     check_options: dict[str, Any] | None = None,
-    process_aggregation: str = "final",
+    process_headline: str = "final",
 ):
     """(verifier or None, its name for results) of a checked `kind`: the checkpoint's own check or a process
     verifier, on `backend` or on `make_backend(verifier_model)`; none for `prm` (it scores steps only, loaded by
@@ -57,9 +58,45 @@ def build_verifier(
     if kind == "process" and not judges_steps(config.verify_form):  # the generated-verdict form
         from .process import ProcessVerifier
 
-        verifier = ProcessVerifier(
-            scorer, config, aggregation=process_aggregation, temperature=config.check_temperature
-        )
+        verifier = ProcessVerifier(scorer, config, headline=process_headline, temperature=config.check_temperature)
     else:
         verifier = make_verifier(scorer, config)
-    return verifier, (f"process:{process_aggregation}" if verifier.name == "process" else verifier.name)
+    return verifier, (f"process:{process_headline}" if verifier.name == "process" else verifier.name)
+
+
+@dataclass
+class StepScoring:
+    """What scores the steps of a search: the PRM checkpoint (verifier kind `prm`), else the engine's own verifier's
+    step scorer (each verifier declares its own)."""
+
+    kind: str
+    verifier: Any
+    verifier_model: str | Path | None
+    prompts: Any
+    """The generator's `Prompts` (a step scorer reads a problem's prompt)."""
+    score_norm: str
+    device: str | None = None
+    """Where a PRM loads (the generation backend's device)."""
+
+    def scorer(self, delimiter: str, *, prm_format: str | None = None):
+        if self.kind == "prm":
+            from .prm import load_prm
+
+            return load_prm(self.verifier_model, prm_format, device=self.device)
+        if self.verifier is None:
+            raise ValueError(
+                "step-level search needs a step scorer: use the unified or process verifier, or "
+                "--verifier-kind prm --verifier-model PATH"
+            )
+        return self.verifier.step_scorer(self.prompts.of_text, delimiter, self.score_norm)
+
+    def default_reduction(self) -> str:
+        """How the step scorer ranks a partial solution by default (prod for a checkpoint's own step checks, last
+        for a PRM or where there is no step scorer); read without loading a PRM."""
+        if self.kind == "prm" or self.verifier is None:
+            return "last"
+        try:
+            scorer = self.scorer(self.prompts.config.step_delimiter)
+        except ValueError:  # a verifier that cannot score steps
+            return "last"
+        return scorer.reduction

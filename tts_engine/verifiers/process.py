@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
+from ..inputs.prompts import PromptConfig, follow_up_chat
 from ..params import SamplingParams
-from ..prompts import PromptConfig, follow_up_chat
-from ..steps import split_steps
 from .base import BatchedScorer, SampleScore, StepScores, check_steps
 from .registry import register_score_kind
+from .steps import reduce_steps, split_steps
 
 FORMS = ("compact", "tango")
 STATUSES = ("ok", "step_count_mismatch", "no_final_verdict", "unparsable")
@@ -152,7 +152,7 @@ def verdict_prefix(text: str, parsed: ParsedVerification, form: str) -> tuple[st
 
 # --- serving -----------------------------------------------------------------------------------------------
 PROCESS_HEADLINES = ("final", "min", "prod", "mean", "last")
-"""What the process verifier's headline score `process` is: its final verdict, or its step verdicts aggregated."""
+"""What the process verifier's headline score `process` is: its final verdict, or its step verdicts reduced."""
 STEP_SCORE_MODES = ("sampled", "exact")
 PROCESS_INSTRUCTION = (
     "Verify the solution step by step. For each step, explain and end with \\boxed{CORRECT} or "
@@ -168,32 +168,13 @@ class ProcessSampleScore(SampleScore):
 
     status: str = "ok"
     """Parser status (see STATUSES); with "+forced_verdict" when the verdict had to be asked for."""
-    step_scores: list[float] | None = None
-    """P(step correct) per solution step; None when the step verdicts did not match the steps."""
     first_error: int | None = None
     """0-based first step judged wrong, -1 for none, None without step verdicts."""
-    text: str = ""
-    """The verifier's output."""
     verdict_logprobs: tuple[float, float] | None = None
     """log P(correct word), log P(incorrect word) at the final verdict, under the full vocabulary."""
     mark_scores: list[float] | None = None
     """P(correct) of every step verdict written, in order, even when they do not match the solution's steps
     (a check of a partial solution marks its steps, then what is missing); sampled step scores only."""
-
-
-def aggregate_steps(step_scores: list[float], how: str) -> float:
-    """One solution score from step scores: min, prod, mean or last."""
-    if not step_scores:
-        raise ValueError("step_scores must not be empty")
-    if how == "min":
-        return min(step_scores)
-    if how == "prod":
-        return math.prod(step_scores)
-    if how == "mean":
-        return sum(step_scores) / len(step_scores)
-    if how == "last":
-        return step_scores[-1]
-    raise ValueError(f"step aggregation must be one of {PROCESS_HEADLINES[1:]}, got {how!r}")
 
 
 def build_process_prompt(
@@ -223,15 +204,16 @@ class ProcessVerifier:
     """Generates a step-by-step verification of each solution and scores it.
 
     Score kinds: process_final (P(correct) of the final verdict, correct vs incorrect token at the verdict
-    position), process_min / _prod / _mean / _last (step scores aggregated), and `process`, the headline
-    chosen by `aggregation`. Samples whose step verdicts do not match their steps have no step scores; their
-    aggregates fall back to process_final (status says so), so every sample has every kind.
+    position), process_min / _prod / _mean / _last (step scores reduced), and `process`, the headline
+    chosen by `headline`. Samples whose step verdicts do not match their steps have no step scores; their
+    reductions fall back to process_final (status says so), so every sample has every kind.
     """
 
     name = "process"
+    scores_by_text = True  # a score belongs to a text: each distinct text is scored once
     kinds = ("process", "process_final", "process_min", "process_prod", "process_mean", "process_last")
     headline_kind = "process"
-    """The score headline votes and adaptive confidence use: the one `aggregation` chose."""
+    """The score headline votes and adaptive confidence use: the one `headline` chose."""
 
     def step_scorer(self, prompt_for: Callable[[str], str], delimiter: str, score_norm: str) -> "ProcessStepScorer":
         """Its step verdicts on the solution so far."""
@@ -243,7 +225,7 @@ class ProcessVerifier:
         prompt_config: PromptConfig | None = None,
         *,
         form: str = "compact",
-        aggregation: str = "final",
+        headline: str = "final",
         temperature: float = 0.0,
         max_new_tokens: int | None = None,
         seed: int | None = 0,
@@ -251,14 +233,14 @@ class ProcessVerifier:
     ):
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        if aggregation not in PROCESS_HEADLINES:
-            raise ValueError(f"aggregation must be one of {PROCESS_HEADLINES}, got {aggregation!r}")
+        if headline not in PROCESS_HEADLINES:
+            raise ValueError(f"process headline must be one of {PROCESS_HEADLINES}, got {headline!r}")
         if step_scores not in STEP_SCORE_MODES:
             raise ValueError(f"step_scores must be one of {STEP_SCORE_MODES}, got {step_scores!r}")
         self.backend = backend
         self.config = prompt_config or PromptConfig()
         self.form = form
-        self.aggregation = aggregation
+        self.headline = headline
         self.step_score_mode = step_scores
         longest = self.config.check_max_tokens if max_new_tokens is None else max_new_tokens
         self.params = SamplingParams(n=1, temperature=temperature, max_new_tokens=longest, seed=seed)
@@ -329,12 +311,23 @@ class ProcessVerifier:
             p_final = _sigmoid(ly - ln)
             scores = {"process_final": p_final}
             for how in PROCESS_HEADLINES[1:]:
-                scores[f"process_{how}"] = aggregate_steps(steps[k], how) if steps[k] else p_final
-            scores["process"] = scores[f"process_{self.aggregation}"]
+                scores[f"process_{how}"] = reduce_steps(steps[k], how) if steps[k] else p_final
+            scores["process"] = scores[f"process_{self.headline}"]
             status = p.status + ("+forced_verdict" if prefixes[k][1] else "")
             tokens = g.num_prompt_tokens - g.num_cached_tokens + g.num_tokens  # what was computed to check
             marks = self._sampled_step_scores(g, p.marks, p.mark_offsets) if self.step_score_mode == "sampled" else None
-            out.append(ProcessSampleScore(scores, tokens, status, steps[k], p.first_error, g.text, (ly, ln), marks))
+            out.append(
+                ProcessSampleScore(
+                    scores,
+                    tokens,
+                    status,
+                    step_scores=steps[k],
+                    text=g.text,
+                    first_error=p.first_error,
+                    verdict_logprobs=(ly, ln),
+                    mark_scores=marks,
+                )
+            )
         return out
 
     def _step_scores(self, flat_prompts, generated, parsed) -> list[list[float] | None]:
@@ -434,8 +427,8 @@ class ProcessStepScorer(BatchedScorer):
 
 
 register_score_kind(
-    "process", "the process verifier's headline: its final verdict or an aggregate of its steps", "process"
+    "process", "the process verifier's headline: its final verdict or a reduction of its steps", "process"
 )
 register_score_kind("process_final", "P(correct) at the process verifier's final verdict", "process")
 for _how in ("min", "prod", "mean", "last"):
-    register_score_kind(f"process_{_how}", f"the process verifier's step verdicts aggregated by {_how}", "process")
+    register_score_kind(f"process_{_how}", f"the process verifier's step verdicts reduced by {_how}", "process")

@@ -4,7 +4,8 @@ A checkpoint names how it verifies in `tts_engine.json` (`verify_form`); a separ
 `--verifier-kind` (`process`). Each form is registered by its verifier's module (`register_verify_form`), each
 score kind with what it means (`register_score_kind`). Task packs (`tts_engine/tasks/*/`) register their own
 forms and kinds; they are loaded the first time a form is looked up. Adding a verifier is one new module
-with its class and one `register_verify_form` line (plus one line in BUILTIN_VERIFIER_MODULES).
+with its class and one `register_verify_form` line: in the package (its module in BUILTIN_VERIFIER_MODULES) or in
+any installed package (its module in the entry-point group `tts_engine.verifiers`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..plugins import load_plugins
+
 BUILTIN_VERIFIER_MODULES = (
     "tts_engine.verifiers.unified",
     "tts_engine.verifiers.checking",
     "tts_engine.verifiers.process",
-    "tts_engine.strategies.search.runner",  # the step_* kinds a search's beams carry
+    "tts_engine.verifiers.steps",  # the step_* kinds a search's beams carry
 )
 TASKS_PACKAGE = "tts_engine.tasks"
+ENTRY_POINT_GROUP = "tts_engine.verifiers"
+"""Entry-point group of verifiers from other packages: each entry names a module whose import registers its verify
+forms and score kinds (`[project.entry-points."tts_engine.verifiers"] mine = "my_pkg.verifier"`)."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +56,15 @@ def register_score_kind(name: str, meaning: str, written_by: str, higher_is_bett
     _KINDS[name] = ScoreKind(name, meaning, written_by, higher_is_better)
 
 
-@functools.cache
 def _load_all() -> None:
-    """Import the built-in verifier modules and every task pack once (their imports register them)."""
+    """Import the built-in verifier modules, every task pack and the verifier plug-ins of installed packages
+    (`tts_engine.plugins`, group `tts_engine.verifiers`) once: their imports register them."""
+    _load_builtins()
+    load_plugins(ENTRY_POINT_GROUP)
+
+
+@functools.cache
+def _load_builtins() -> None:
     for module in BUILTIN_VERIFIER_MODULES:
         importlib.import_module(module)
     tasks = importlib.import_module(TASKS_PACKAGE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-from ..prompts import PromptConfig, build_verify_prompt
+from ..inputs.prompts import PromptConfig, build_verify_prompt
 from .base import PrefixCachedScorer, SampleScore
 from .registry import register_score_kind, register_verify_form
 
@@ -34,6 +34,7 @@ class UnifiedVerifier:
     """Scores (problem, solution) pairs by P("Yes") at the next token after the verification prompt."""
 
     name = "unified"
+    scores_by_text = True  # a score belongs to a text: each distinct text is scored once
     kinds = ("verifier_vocab", "verifier_yes_no")
     headline_kind = None  # verifier_<score_norm>
 
@@ -53,7 +54,7 @@ class UnifiedVerifier:
             for o in outs
         ]
         tokens = [len(self.backend.encode(text)) for text in flat]
-        cached = getattr(self.backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))(flat)
+        cached = self.backend.cached_prefix_tokens(flat)
         fits = [i for i, t in enumerate(tokens) if t < self.backend.max_model_len]
         logprobs = dict(zip(fits, self.backend.yes_no_logprobs([flat[i] for i in fits], self.yes_id, self.no_id)))
         scored = [

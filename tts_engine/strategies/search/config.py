@@ -6,15 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ...verifiers.process import aggregate_steps
-
-STEP_AGGREGATIONS = ("last", "min", "prod", "mean")
+from ...settings import check_int, setting
+from ...verifiers.steps import STEP_REDUCTIONS, reduce_steps
 
 
 def check_n_multiple(n: int, name: str, divisor: int, strategy: str) -> None:
     """n is an integer >= 1 and a multiple of the setting `name` (= `divisor`): N split into equal groups."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    check_int("n", n)
     if n % divisor:
         raise ValueError(
             f"{strategy}: n must be a multiple of {name}, got n={n}, {name}={divisor} "
@@ -30,9 +28,9 @@ class StepSearchSettings:
     max_steps: int = 40
     """Most rounds (steps); in the last round candidates are sampled to the end, so none is returned half-done."""
 
-    step_aggregation: Literal["last", "min", "prod", "mean"] | None = None
+    step_reduction: Literal["last", "min", "prod", "mean"] | None = setting(None, deprecated=("--step-aggregation",))
     """How a candidate's step scores become the one score that ranks (or weighs) it: last step, minimum, product or
-    mean. Default: the step scorer's own (`aggregation`): prod for a checkpoint's own step checks, last for every
+    mean. Default: the step scorer's own (`reduction`): prod for a checkpoint's own step checks, last for every
     other scorer."""
 
     step_delimiter: str | None = None
@@ -44,10 +42,9 @@ class StepSearchSettings:
     registered one. Default: detected from the checkpoint's config."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1:
-            raise ValueError(f"max_steps must be an integer >= 1, got {self.max_steps!r}")
-        if self.step_aggregation is not None and self.step_aggregation not in STEP_AGGREGATIONS:
-            raise ValueError(f"step_aggregation must be one of {STEP_AGGREGATIONS}, got {self.step_aggregation!r}")
+        check_int("max_steps", self.max_steps)
+        if self.step_reduction is not None and self.step_reduction not in STEP_REDUCTIONS:
+            raise ValueError(f"step_reduction must be one of {STEP_REDUCTIONS}, got {self.step_reduction!r}")
         if self.step_delimiter is not None and not self.step_delimiter:
             raise ValueError("step_delimiter must be a non-empty string, got ''")
         if self.prm_format is not None:
@@ -56,16 +53,16 @@ class StepSearchSettings:
             check_prm_format(self.prm_format)
 
     def for_scorer(self, scorer):
-        """These settings with the step aggregation the scorer asks for where none was given."""
-        if self.step_aggregation is not None:
+        """These settings with the step reduction the scorer asks for where none was given."""
+        if self.step_reduction is not None:
             return self
-        return replace(self, step_aggregation=getattr(scorer, "aggregation", "last"))
+        return replace(self, step_reduction=scorer.reduction)
 
     def rank(self, step_scores: list[float]) -> float:
         """The score that ranks a candidate (0 for a candidate with no step yet)."""
-        if self.step_aggregation is None:
-            raise ValueError("step_aggregation is unset: rank with the settings of `for_scorer(scorer)`")
-        return aggregate_steps(step_scores, self.step_aggregation) if step_scores else 0.0
+        if self.step_reduction is None:
+            raise ValueError("step_reduction is unset: rank with the settings of `for_scorer(scorer)`")
+        return reduce_steps(step_scores, self.step_reduction) if step_scores else 0.0
 
 
 @dataclass
@@ -86,10 +83,8 @@ class SearchConfig(StepSearchSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
-            raise ValueError(f"beam_width must be an integer >= 1, got {self.beam_width!r}")
-        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
-            raise ValueError(f"lookahead must be an integer >= 0, got {self.lookahead!r}")
+        check_int("beam_width", self.beam_width)
+        check_int("lookahead", self.lookahead, 0)
 
     def check_n(self, n: int, strategy: str) -> None:
         """Rules across fields: N beams split into groups of M."""

@@ -5,8 +5,8 @@ Per round: (1) every kept beam's prefix (prompt + its text so far) is sent with 
 stop string (identical prefixes are merged into one request, so their children differ); in the last round no
 stop string, so every child finishes; (2) optional greedy lookahead steps, for scoring only; (3) one
 `score_batch` over all unfinished and finished children; (4) each group moves its finished children out and
-keeps its best unfinished ones. The record is the engine's (`Engine.score_samples`: answers, classes, grades,
-every vote) over the finished beams, with their step scores aggregated as score kinds `step_last`, `step_min`,
+keeps its best unfinished ones. The record is the pipeline's (`Pipeline.records`: answers, classes, grades,
+every vote) over the finished beams, with their step scores reduced as score kinds `step_last`, `step_min`,
 `step_prod`, `step_mean`, plus a `search` block holding the whole tree (docs/search.md).
 """
 
@@ -19,22 +19,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from ...backends.base import Sample
+from ...inputs.problems import Problem
 from ...params import SamplingParams
-from ...problems import Problem
-from ...run import generate_or_fail
+from ...pipeline.failures import generate_or_fail
+from ...pipeline.records import ProblemRecord, StrategyBlock
 from ...verifiers.base import SampleScore
-from ...verifiers.registry import register_score_kind
+from ...verifiers.steps import STEP_KINDS, STEP_REDUCTIONS, reduce_steps
 from ..rounds import derive_seed
-from .config import STEP_AGGREGATIONS, SearchConfig
+from .config import SearchConfig
 from .strategies import GroupPlan
 
 log = logging.getLogger(__name__)
 
-SCORE_KINDS = tuple(f"step_{how}" for how in STEP_AGGREGATIONS)
-for _how in STEP_AGGREGATIONS:
-    register_score_kind(
-        f"step_{_how}", f"a search beam's own step scores aggregated by {_how}", "search (beam, dvts, particle)"
-    )
+SCORE_KINDS = STEP_KINDS
 
 
 # --- the tree ----------------------------------------------------------------------------------------------
@@ -320,19 +317,31 @@ class _StepVerdicts:
 
 def step_verdict(node: Node) -> SampleScore:
     """A finished beam's step scores as the record's score kinds (0 for a beam with no step)."""
-    from ...verifiers.process import aggregate_steps
-
     scores = {
-        f"step_{how}": (aggregate_steps(node.step_scores, how) if node.step_scores else 0.0)
-        for how in STEP_AGGREGATIONS
+        f"step_{how}": (reduce_steps(node.step_scores, how) if node.step_scores else 0.0) for how in STEP_REDUCTIONS
     }
     return SampleScore(scores, 0, "ok" if node.step_scores else "no_step")
 
 
-def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_block: dict[str, Any]):
-    """The engine's records over each tree's finished beams, with compute and the tree filled in."""
+@dataclass
+class SearchBlock(StrategyBlock):
+    """A finished search problem: its rounds and its tree (every node; particle filtering adds its sweeps)."""
+
+    key = "search"
+    rounds: int
+    nodes: list[dict[str, Any]]
+    sweeps: list[list[int]] | None = None
+    """Particle filtering: the ids of each sweep's final particles."""
+
+    def to_json(self) -> dict[str, Any]:
+        line = {"rounds": self.rounds, "nodes": self.nodes}
+        return line if self.sweeps is None else {**line, "sweeps": self.sweeps}
+
+
+def build_records(parts, trees: Sequence[Tree], params: SamplingParams) -> list[ProblemRecord]:
+    """The pipeline's records over each tree's finished beams, with compute and the tree filled in."""
     chosen = [tree.results() for tree in trees]
-    records = engine.score_samples(
+    records = parts.pipeline.records(
         [t.problem for t in trees],
         [t.prompt for t in trees],
         [[n.sample() for n in nodes] for nodes in chosen],
@@ -340,30 +349,21 @@ def build_records(engine, trees: Sequence[Tree], params: SamplingParams, run_blo
         verifier=_StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen]),
     )
     for tree, nodes, record in zip(trees, chosen, records):
-        for sample, node in zip(record["samples"], nodes):
-            sample.update(
-                {"steps": node.steps, "step_scores": [round(s, 6) for s in node.step_scores], "node": node.id}
-            )
-        record["compute"].update(
-            {
-                "generated_tokens": tree.generated_tokens,
-                "verifier_tokens": tree.verifier_tokens,
-                "final_tokens": sum(len(n.token_ids) for n in nodes),
-            }
-        )
-        record["search"] = {
-            "rounds": tree.rounds,
-            "nodes": [n.to_json() for n in tree.nodes],
-        }
-        record["run"] = run_block
-        record["time_s"] = round(tree.time_s, 4)
-        record["verify_time_s"] = round(tree.verify_time_s, 4)  # its rounds' step scoring, shared like time_s
+        for sample, node in zip(record.samples, nodes):
+            sample.steps, sample.node = node.steps, node.id
+            sample.step_scores = [round(s, 6) for s in node.step_scores]
+        record.compute.generated_tokens = tree.generated_tokens
+        record.compute.verifier_tokens = tree.verifier_tokens
+        record.compute.final_tokens = sum(len(n.token_ids) for n in nodes)
+        record.block = SearchBlock(tree.rounds, [n.to_json() for n in tree.nodes])
+        record.time_s = round(tree.time_s, 4)
+        record.verify_time_s = round(tree.verify_time_s, 4)  # its rounds' step scoring, shared like time_s
     return records
 
 
 # --- new trees ---------------------------------------------------------------------------------------------
-def new_trees(engine, problems: Sequence[Problem], plans: list[GroupPlan]) -> list[Tree]:
-    prompts = engine.prompts(problems)
+def new_trees(parts, problems: Sequence[Problem], plans: list[GroupPlan]) -> list[Tree]:
+    prompts = parts.prompts.build(problems)
     trees = []
     for problem, prompt in zip(problems, prompts):
         root = Node(
@@ -374,7 +374,7 @@ def new_trees(engine, problems: Sequence[Problem], plans: list[GroupPlan]) -> li
             step="",
             path_text="",
             steps=[],
-            num_prompt_tokens=len(engine.backend.encode(prompt)),
+            num_prompt_tokens=len(parts.backend.encode(prompt)),
         )
         trees.append(Tree(problem, prompt, [Group(plan, [root]) for plan in plans], [root]))
     return trees

@@ -162,21 +162,21 @@ class ProblemStream:
 
 def load_problems(path: str | Path) -> list[dict]:
     """Records of a JSONL problem file as dicts (kept for training modules that index records by field;
-    new code uses tts_engine.problems.load_problems)."""
+    new code uses tts_engine.inputs.problems.load_problems)."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def held_out_texts() -> set[str]:
     """Problem texts of every bundled evaluation set (the default, and the levels 1-5 set before it), which training
     streams skip."""
-    from tts_engine.problems import load_problems as load
+    from tts_engine.inputs.problems import load_problems as load
 
     return {p.text for path in sorted(bundled_problems_path().parent.glob("arith*.jsonl")) for p in load(path)}
 
 
 def first_per_level(problems: list, k: int) -> list:
     """The first `k` problems of each level, in file order (a fixed subset, chosen before any model is seen).
-    Takes tts_engine.problems.Problem objects (level in .fields) or record dicts."""
+    Takes tts_engine.inputs.problems.Problem objects (level in .fields) or record dicts."""
     taken: dict = {}
     out = []
     for p in problems:
@@ -188,8 +188,8 @@ def first_per_level(problems: list, k: int) -> list:
 
 
 def bundled_problems_path() -> Path:
-    """The engine's default problem set, shipped inside the package (tts_engine.models holds asset paths)."""
-    from tts_engine.models import DEFAULT_PROBLEMS
+    """The engine's default problem set, shipped inside the package (tts_engine.inputs.models holds asset paths)."""
+    from tts_engine.inputs.models import DEFAULT_PROBLEMS
 
     return DEFAULT_PROBLEMS / "arith.jsonl"
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ...answers.extract import extract_answer
-from ...prompts import PromptConfig
+from ...inputs.prompts import PromptConfig
 from ...verifiers.base import PrefixCachedScorer
 from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
@@ -130,6 +130,7 @@ class RecomputeVerifier:
     no generation. Step scores: the probability of each step's line (the boxed answer's is the last)."""
 
     name = "recompute"
+    scores_by_text = True  # a score belongs to a text: each distinct text is scored once
     kinds = (SCORE_KIND,)
     headline_kind = SCORE_KIND
     judges_steps = True
@@ -140,8 +141,6 @@ class RecomputeVerifier:
         return RecomputeStepScorer(self, prompt_for, delimiter)
 
     def __init__(self, backend, prompt_config: PromptConfig):
-        if not hasattr(backend, "continuation_token_logprobs"):
-            raise ValueError(f"the recompute verifier needs a backend that scores continuations; got {backend.name}")
         written = {"check_samples": 1, "check_temperature": 0.0, "check_resolve": True}
         changed = sorted(k for k, v in written.items() if getattr(prompt_config, k) != v)
         if changed:
@@ -181,7 +180,7 @@ class RecomputeVerifier:
         if not pending:
             return scores
         queries = [query for _, query, _ in pending]
-        cached = getattr(self.backend, "cached_prefix_tokens", lambda texts: [0] * len(texts))(queries)
+        cached = self.backend.cached_prefix_tokens(queries)
         per_token = self.backend.continuation_token_logprobs(queries, [t.text for _, _, t in pending])
         for (k, query, transcript), hit, logps in zip(pending, cached, per_token):
             steps = self._step_logprobs(transcript, logps)
@@ -210,7 +209,7 @@ class RecomputeStepScorer(PrefixCachedScorer):
     answer is read as the check's answer line. One teacher-forced read per beam per round."""
 
     name = "recompute"
-    aggregation = "prod"
+    reduction = "prod"
     """Search ranks by the product of the step scores unless told otherwise: the step by step `verifier_recompute`."""
 
     def _read(self, keys):

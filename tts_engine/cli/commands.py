@@ -7,10 +7,11 @@ import logging
 
 import click
 
-from .engine import SOLVE_DEFAULTS
-from .options import SAMPLING_EXCLUDE, EngineOptions, SolveOptions, StrategyCommand, build_solve
-from .params import SamplingParams
-from .settings import OneLineErrors, options
+from ..config import EngineConfig
+from ..engine import SOLVE_DEFAULTS
+from ..params import SamplingParams
+from ..settings import OneLineErrors, options
+from .options import SAMPLING_EXCLUDE, SolveConfig, StrategyCommand, build_solve
 
 LAZY_COMMANDS = {
     "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
@@ -21,8 +22,8 @@ LAZY_COMMANDS = {
     ),
     "curve": ("tts_engine.eval.cli", "curve", "Compute-vs-accuracy curves, efficiency ratio and plots from results."),
     "bench": ("tts_engine.eval.cli", "bench", "Generate and draw curves in one command."),
-    "merge": ("tts_engine.cli_parallel", "merge", "Merge shard results files into one, in problem order."),
-    "launch": ("tts_engine.cli_parallel", "launch", "Run one problem set over several GPUs or local workers."),
+    "merge": ("tts_engine.cli.parallel", "merge", "Merge shard results files into one, in problem order."),
+    "launch": ("tts_engine.cli.parallel", "launch", "Run one problem set over several GPUs or local workers."),
     "serve": ("tts_engine.serve.cli", "serve", "Serve test-time scaling behind an OpenAI-compatible API."),
     "view": ("tts_engine.eval.view", "view", "One page to browse runs: summary, curves, problems, samples, trees."),
 }
@@ -70,42 +71,34 @@ def main(verbose: bool) -> None:
 
 @main.command(cls=StrategyCommand)
 @click.argument("problems", required=False, type=click.Path(exists=True, dir_okay=False))
-@options(EngineOptions)
+@options(EngineConfig)
 @options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults=SOLVE_DEFAULTS)
-@options(SolveOptions)
+@options(SolveConfig)
 def solve(problems, **settings):
     """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting; each
     strategy's settings are options too (the registry's, listed under --strategy)."""
-    from .models import default_problems_path
-    from .problems import load_problems
-    from .summary import format_summary, summarize
+    from ..engine import Engine
+    from ..inputs.models import default_problems_path
+    from ..inputs.problems import load_problems
+    from ..running.summary import format_summary, summarize
 
-    call = build_solve(settings)
-    run, params, entry, config, engine_options = call.run, call.params, call.entry, call.config, call.engine
+    job, command, entry = build_solve(settings)
     problems_path = problems or default_problems_path()
-    items = load_problems(problems_path, limit=run.limit)
-    if run.shard:
-        from .parallel import shard_problems
+    items = load_problems(problems_path, limit=command.limit)
+    if command.shard:
+        from ..launch.shards import shard_problems
 
-        items = shard_problems(items, run.shard)
-    engine = engine_options.make_engine()
+        items = shard_problems(items, command.shard)
+    engine = Engine(config=job.engine)
     click.get_current_context().call_on_close(engine.close)  # on success, error and Ctrl-C (stops vLLM cleanly)
     click.echo(
-        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {engine_options.backend})",
+        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {job.engine.backend})",
         err=True,
     )
-    click.echo(f"problems: {problems_path} ({len(items)}), n={entry.samples(params.n, config)}", err=True)
-    records = engine.solve(
-        items,
-        params,
-        strategy=run.strategy,
-        out=run.out,
-        progress=not run.quiet,
-        config=config,
-        strict=run.strict,
-        retry_failed=run.retry_failed,
-        abstain_below=run.abstain_below,
+    click.echo(
+        f"problems: {problems_path} ({len(items)}), n={entry.samples(job.params.n, job.strategy_config)}", err=True
     )
-    click.echo(format_summary(summarize(records), every_row=run.all, lines=entry.summary_lines(records)))
-    if run.out:
-        click.echo(f"results: {run.out}", err=True)
+    records = job.solve(engine, items, out=command.out, progress=not command.quiet, retry_failed=command.retry_failed)
+    click.echo(format_summary(summarize(records), every_row=command.all, lines=entry.summary_lines(records)))
+    if command.out:
+        click.echo(f"results: {command.out}", err=True)

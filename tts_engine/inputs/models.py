@@ -2,14 +2,14 @@
 
 The shipped assets (the default model, the Tango pair, the bundled problems) are part of the package: when one
 is missing the installation is broken, and that is an error that says what is missing and how to restore it,
-never a silent stand-in. An untrained model is only ever built on request (`tts_engine.tiny`).
+never a silent stand-in. An untrained model is only ever built on request (`tts_engine.inputs.tiny`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-ASSETS = Path(__file__).parent / "assets"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 DEFAULT_MODEL = ASSETS / "default_model"
 DEFAULT_PROBLEMS = ASSETS / "problems"
 TANGO_GENERATOR = ASSETS / "tango" / "generator"
@@ -35,7 +35,7 @@ class MissingAssetError(FileNotFoundError):
 
 
 def _restore_hint(path: Path) -> str:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     try:
         where = path.resolve().relative_to(root).as_posix()
     except ValueError:

@@ -28,6 +28,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .records import ProblemRecord, SampleRecord
+
 FILE_NAME = "calibration.json"
 """The calibration stored beside a checkpoint (its folder), found by `Engine` without being named."""
 VOTES_ONLY = "votes"
@@ -37,11 +39,11 @@ VOTE_FEATURES = ("count_share", "log_n", "likelihood")
 _CLIP = 1e-4  # scores are clipped to [_CLIP, 1 - _CLIP] before their log-odds
 
 
-def class_features(samples: Sequence[dict[str, Any]], answer_class: int, kind: str) -> dict[str, float]:
+def class_features(samples: Sequence[SampleRecord], answer_class: int, kind: str) -> dict[str, float]:
     """The features of class `answer_class` among a problem's sample records (`kind` a score kind, or VOTES_ONLY).
     A sample without the kind's score (its verifier failed) counts as rejected (0)."""
-    members = [s for s in samples if s["answer_class"] == answer_class]
-    likelihood = [float(s["scores"].get("likelihood", 0.0)) for s in members]
+    members = [s for s in samples if s.answer_class == answer_class]
+    likelihood = [float(s.scores.get("likelihood", 0.0)) for s in members]
     features = {
         "count_share": len(members) / len(samples),
         "log_n": math.log2(len(samples)),
@@ -49,8 +51,8 @@ def class_features(samples: Sequence[dict[str, Any]], answer_class: int, kind: s
     }
     if kind == VOTES_ONLY:
         return features
-    scores = [float(s["scores"].get(kind, 0.0)) for s in members]
-    answered = sum(float(s["scores"].get(kind, 0.0)) for s in samples if s["answer_class"] >= 0)
+    scores = [float(s.scores.get(kind, 0.0)) for s in members]
+    answered = sum(float(s.scores.get(kind, 0.0)) for s in samples if s.answer_class >= 0)
     return {
         "score_max": _logit(max(scores)),
         "score_mean": _logit(sum(scores) / len(scores)),
@@ -123,27 +125,27 @@ class Calibration:
         what = f"the class's best {self.headline_kind} score" if reads else "the class's share of the samples"
         return f"uncalibrated ({what}; {self.source})"
 
-    def class_probability(self, samples: Sequence[dict[str, Any]], answer_class: int) -> float:
+    def class_probability(self, samples: Sequence[SampleRecord], answer_class: int) -> float:
         """p_correct of one answer class among a problem's sample records."""
-        if answer_class < 0 or not any(s["answer_class"] == answer_class for s in samples):
+        if answer_class < 0 or not any(s.answer_class == answer_class for s in samples):
             return 0.0
-        kinds = list(samples[0]["scores"])
+        kinds = list(samples[0].scores)
         fit = self.fit_for(kinds)
         if fit is not None:
             return fit.predict(class_features(samples, answer_class, fit.kind))
         if self.headline_kind in kinds:
-            return max(float(s["scores"][self.headline_kind]) for s in samples if s["answer_class"] == answer_class)
+            return max(float(s.scores[self.headline_kind]) for s in samples if s.answer_class == answer_class)
         return class_features(samples, answer_class, VOTES_ONLY)["count_share"]
 
-    def annotate(self, record: dict[str, Any], samples: Sequence[dict[str, Any]] | None = None) -> None:
-        """Add `p_correct` to every answer class of a record and to every vote of its "aggregations" (the winning
-        class's), in place; computed over `samples` (default the record's: those that voted)."""
-        samples = record["samples"] if samples is None else samples
-        p = [round(self.class_probability(samples, c), 6) for c in range(len(record["classes"]))]
-        for entry, value in zip(record["classes"], p):
-            entry["p_correct"] = value
-        for vote in record["aggregations"].values():
-            vote["p_correct"] = p[vote["answer_class"]] if vote["answer_class"] >= 0 else 0.0
+    def annotate(self, record: ProblemRecord, samples: Sequence[SampleRecord] | None = None) -> None:
+        """Write `p_correct` of every answer class of a record and of every vote (its winning class's), computed
+        over `samples` (default the record's; a strategy passes those that voted)."""
+        samples = record.samples if samples is None else samples
+        p = [round(self.class_probability(samples, c), 6) for c in range(len(record.classes))]
+        for entry, value in zip(record.classes, p):
+            entry.p_correct = value
+        for vote in record.aggregations.values():
+            vote.p_correct = p[vote.answer_class] if vote.answer_class >= 0 else 0.0
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -172,7 +174,7 @@ def load_calibration(path: str | Path, headline_kind: str | None = None) -> Cali
 def _shown(path: Path) -> str:
     """A calibration file's path as the run block shows it: inside the package from the package's folder (the
     shipped checkpoints' fits read the same on every machine), else as given."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     try:
         return str(Path("tts_engine") / path.resolve().relative_to(package))
     except ValueError:
@@ -208,15 +210,15 @@ def answer_examples(
 
     features, labels, ids = [], [], []
     for record in records:
-        samples = record.get("samples") or []
+        samples = [SampleRecord.from_json(s) for s in record.get("samples") or []]
         if record.get("status", "ok") != "ok" or record.get("reference") is None or not samples:
             continue
-        if kind != VOTES_ONLY and kind not in samples[0]["scores"]:
+        if kind != VOTES_ONLY and kind not in samples[0].scores:
             continue
         grades = [c["correct"] for c in record["classes"]]
         for size in _prefix_sizes(len(samples)):
             votes = vote_predictions(samples[:size], grades, has_reference=True)
-            for c in sorted({v["answer_class"] for v in votes.values() if v["answer_class"] >= 0}):
+            for c in sorted({v.answer_class for v in votes.values() if v.answer_class >= 0}):
                 if grades[c] is None:
                     continue
                 features.append(class_features(samples[:size], c, kind))
@@ -253,16 +255,3 @@ def fit_logistic(
         if np.abs(step).max() < 1e-8:
             break
     return Fit(kind, names, w[1:].tolist(), float(w[0]), means.tolist(), scales.tolist())
-
-
-def mark_abstentions(record: dict[str, Any], threshold: float) -> None:
-    """Mark every vote of a record whose p_correct is below `threshold` as abstained (in place): it keeps the answer
-    it would have given and its p_correct, and counts as not answered."""
-    for vote in record.get("aggregations", {}).values():
-        vote["abstained"] = vote.get("p_correct", 0.0) < threshold
-
-
-def check_abstain_below(threshold: float | None) -> float | None:
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"abstain_below must be a probability in [0, 1], got {threshold}")
-    return threshold

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .aggregate import headline_vote
-from .metrics import answer_metrics
+from ..pipeline.aggregate import headline_vote
+from ..pipeline.metrics import answer_metrics
 from .results import record_status
 
 
@@ -196,7 +196,7 @@ def _verify_share(summary: dict[str, Any]) -> str:
 
 def _kind_legend(kinds: Sequence[str]) -> list[str]:
     """What each score kind of the table means (the catalogue, `tts_engine.verifiers.score_kinds`)."""
-    from .verifiers.registry import score_kinds
+    from ..verifiers.registry import score_kinds
 
     catalogue = score_kinds()
     return [f"  {kind}: {catalogue[kind].meaning}" for kind in kinds if kind in catalogue]

@@ -67,39 +67,6 @@ def strategy_of(record: dict[str, Any]) -> str:
     return "fixed"
 
 
-RECORD_KEYS = (
-    *("id", "problem", "reference", "fields", "status", "failure", "prompt", "samples", "classes", "aggregations"),
-    *("compute", "run", "time_s", "verify_time_s", "judged_pairs"),
-)
-"""What a results line holds (docs/results.md), in the order it is written; any other key of a record is its
-strategy's own block (adaptive, deepconf, search, ...)."""
-
-
-def problem_record(problem, **parts: Any) -> dict[str, Any]:
-    """A results line of `problem`: its id, text, reference and fields, then the given parts (keys of RECORD_KEYS)
-    in RECORD_KEYS' order. The one place a record's keys are named."""
-    unknown = sorted(set(parts) - set(RECORD_KEYS))
-    if unknown:
-        raise ValueError(f"a results record has no field {unknown}; its fields are {list(RECORD_KEYS)}")
-    record = {"id": problem.id, "problem": problem.text, "reference": problem.reference, "fields": problem.fields}
-    record.update((key, parts[key]) for key in RECORD_KEYS if key in parts)
-    return record
-
-
-def failure_record(problem, status: str, detail: dict[str, Any]) -> dict[str, Any]:
-    """The results line of a problem that was not solved: no samples, no answer, counted as not solved."""
-    return problem_record(
-        problem,
-        status=status,
-        failure=detail,
-        samples=[],
-        classes=[],
-        aggregations={},
-        compute={"prompt_tokens": 0, "generated_tokens": 0, "verifier_tokens": 0},
-        time_s=0.0,
-    )
-
-
 class ResultsWriter:
     """Appends records and flushes each line, so a killed run loses only the problems in flight."""
 

@@ -117,6 +117,22 @@ class PromptConfig:
         return path
 
 
+class Prompts:
+    """A model's prompt settings and the exact generation prompt of each problem (its chat template when its
+    tokenizer has one)."""
+
+    def __init__(self, config: PromptConfig, backend=None):
+        self.config, self.backend = config, backend
+
+    def build(self, problems) -> list[str]:
+        """The generation prompt of each problem (`tts_engine.inputs.problems.Problem`)."""
+        return [build_prompt(self.config, p.text, self.backend) for p in problems]
+
+    def of_text(self, text: str) -> str:
+        """The generation prompt of a problem text."""
+        return build_prompt(self.config, text, self.backend)
+
+
 def build_prompt(config: PromptConfig, problem: str, backend=None) -> str:
     """The generation prompt for one problem (chat template when the backend's tokenizer has one)."""
     if config.use_chat_template and backend is not None:

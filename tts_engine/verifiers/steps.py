@@ -12,7 +12,10 @@ also means a solution of L + 1 operations has L + 2 steps, whatever its answer.
 
 from __future__ import annotations
 
+import math
 import re
+
+from .registry import register_score_kind
 
 _TAGGED = re.compile(r"<step>(.*?)</step>", re.DOTALL)
 
@@ -64,3 +67,32 @@ def step_end_tokens(solution: str, token_texts: list[str]) -> list[int]:
         index = next((t for t, e in enumerate(ends) if e > last_char), len(ends) - 1)
         result.append(index)
     return result
+
+
+# --- one score from step scores ------------------------------------------------------------------------------
+STEP_REDUCTIONS = ("last", "min", "prod", "mean")
+"""How step scores become one solution score (a search ranks partial solutions by one; every step kind is
+recorded)."""
+
+
+def reduce_steps(step_scores: list[float], how: str) -> float:
+    """One solution score from step scores: last, min, prod or mean."""
+    if not step_scores:
+        raise ValueError("step_scores must not be empty")
+    if how == "min":
+        return min(step_scores)
+    if how == "prod":
+        return math.prod(step_scores)
+    if how == "mean":
+        return sum(step_scores) / len(step_scores)
+    if how == "last":
+        return step_scores[-1]
+    raise ValueError(f"step reduction must be one of {STEP_REDUCTIONS}, got {how!r}")
+
+
+STEP_KINDS = tuple(f"step_{how}" for how in STEP_REDUCTIONS)
+"""The score kinds of a search's records: its beams' own step scores, reduced."""
+for _how in STEP_REDUCTIONS:
+    register_score_kind(
+        f"step_{_how}", f"a search beam's own step scores reduced by {_how}", "search (beam, dvts, particle)"
+    )

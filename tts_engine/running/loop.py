@@ -1,79 +1,30 @@
 """The one run loop: resume, chunking, results writing, failures and progress, for every strategy.
 
-A strategy is a *plan* (`Plan`) that the loop drives: given a chunk of problems it yields one record per problem
-as each finishes. Plans are registered by name (`tts_engine.strategies.register_strategy`); `Engine.solve(strategy=
-...)` builds the plan and hands it to `run_plan`, which names the strategy in every record (`run.strategy`).
+A strategy is a *plan* (`tts_engine.strategies.plan.Plan`) that the loop drives: given a chunk of problems it yields
+one typed record per problem as each finishes. Plans are registered by name
+(`tts_engine.strategies.register_strategy`); `Engine.solve(strategy=...)` builds the plan and hands it to
+`run_plan` with the run block, which the loop writes into every record once, with abstention, before the record
+leaves as its results line (JSON: written, handed to `on_record`, returned).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from .backends.base import PromptFailedError, PromptTooLongError
-from .calibration import mark_abstentions
-from .problems import Problem
-from .results import ResultsWriter, failure_record, record_status, strategy_of
+from ..config import RunConfig
+from ..inputs.problems import Problem
+from ..pipeline.failures import ProblemFailedError
+from ..pipeline.records import ProblemRecord, failure_record
+from ..strategies.plan import Plan, RoundProgress
+from .results import ResultsWriter, record_status, strategy_of
 
 log = logging.getLogger(__name__)
 
 ROWS_PER_CHUNK = 512
 """Samples in flight per chunk: results are written as each problem of a chunk finishes (the backend batches
 inside a chunk)."""
-
-
-class ProblemFailedError(Exception):
-    """One problem that cannot be solved (its prompt does not fit, or its rows fail even alone): the run loop
-    records it with `status` and `detail` and goes on with the others (raised as a ValueError under `strict`)."""
-
-    def __init__(self, problem_id: str, status: str, detail: dict[str, Any]):
-        self.problem_id, self.status, self.detail = problem_id, status, detail
-        super().__init__(f"problem {problem_id!r}: {detail['reason']}")
-
-
-def problem_failure(err: PromptTooLongError | PromptFailedError, problems: Sequence[Problem]) -> ProblemFailedError:
-    """The failure of the problem behind a backend's prompt error (`err.index` is its position in `problems`)."""
-    problem_id = problems[err.index].id
-    if isinstance(err, PromptTooLongError):
-        detail = {"reason": str(err), "num_tokens": err.num_tokens, "max_model_len": err.max_model_len}
-        return ProblemFailedError(problem_id, "prompt_too_long", detail)
-    return ProblemFailedError(problem_id, "failed", {"reason": err.reason})
-
-
-def generate_or_fail(backend, problems: Sequence[Problem], prompts: Sequence[str], params) -> list:
-    """`backend.generate(prompts, params)` `# (P, n)`, with a prompt error named as its problem's failure."""
-    try:
-        return backend.generate(prompts, params)
-    except (PromptTooLongError, PromptFailedError) as err:
-        raise problem_failure(err, problems) from err
-
-
-@dataclass(frozen=True)
-class RoundProgress:
-    """A plan's word on a problem still open after a round (adaptive strategies): how many samples it has and
-    which answer leads. Plans may yield these between records; the loop hands them to `on_progress`."""
-
-    problem_id: str
-    samples: int
-    leader: str | None
-    confidence: float
-
-
-class Plan(Protocol):
-    """One strategy's plan over a run: what it spends per problem and how it solves a chunk."""
-
-    name: str
-    rows_per_problem: int
-    """Samples one problem holds in flight at most (sizes the chunks)."""
-    run_block: dict[str, Any]
-    """The results' "run" block (model, sampling settings, verifier, the strategy's own settings)."""
-
-    def solve(self, problems: Sequence[Problem]) -> Iterator[dict[str, Any] | RoundProgress]:
-        """One record per problem of the chunk, yielded as each finishes (any order), with optional
-        `RoundProgress` items for problems still open."""
-        ...
 
 
 class Run:
@@ -115,6 +66,7 @@ class Run:
         )
 
     def finish(self, record: dict[str, Any]) -> None:
+        """Keep, write and count one results line."""
         self.done[record["id"]] = record
         if self.writer:
             self.writer.write(record)
@@ -130,6 +82,14 @@ class Run:
         return [self.done[p.id] for p in problems if p.id in self.done]
 
 
+def results_line(record: ProblemRecord, run_block: dict[str, Any], settings: RunConfig | None = None) -> dict[str, Any]:
+    """A record as it leaves for the results file: the one place it gets its run block and abstention."""
+    record.run = run_block
+    if settings is not None and settings.abstain_below is not None:
+        record.mark_abstentions(settings.abstain_below)
+    return record.to_json()
+
+
 def chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -139,6 +99,7 @@ def run_plan(
     plan: Plan,
     problems: Sequence[Problem],
     *,
+    run_block: dict[str, Any],
     out: str | Path | None = None,
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -146,26 +107,23 @@ def run_plan(
     screen: Callable[[Sequence[Problem]], list[ProblemFailedError]] | None = None,
     strict: bool = False,
     retry_failed: bool = False,
-    abstain_below: float | None = None,
+    settings: RunConfig | None = None,
 ) -> list[dict[str, Any]]:
-    """Drive `plan` over the problems not yet in `out`, chunk by chunk; records in input order.
+    """Drive `plan` over the problems not yet in `out`, chunk by chunk; results lines in input order. `run_block` is
+    every record's "run" block (it names the strategy).
 
-    `on_record` sees each record as its problem finishes (after it is written); `on_progress` each round's word
-    on the problems still open (strategies that work in rounds). A problem that fails (`screen` finds its prompt
-    too long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status
-    and the rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError).
-    `retry_failed` solves again the problems `out` holds as failed; with `abstain_below` every vote whose p_correct
-    is below it is marked abstained."""
-    run = Run(problems, out, progress, plan.name, retry_failed)
+    `on_record` sees each record as its problem finishes (after it is written); `on_progress` each round's word on
+    the problems still open (strategies that work in rounds). A problem that fails (`screen` finds its prompt too
+    long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status and the
+    rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError). `retry_failed`
+    solves again the problems `out` holds as failed; `settings` (the run's) say when a vote abstains."""
+    run = Run(problems, out, progress, run_block["strategy"], retry_failed)
 
-    def finish(record: dict[str, Any]) -> None:
-        record.setdefault("status", "ok")
-        record["run"] = {**plan.run_block, "strategy": plan.name}
-        if abstain_below is not None:
-            mark_abstentions(record, abstain_below)
-        run.finish(record)
+    def finish(record: ProblemRecord) -> None:
+        line = results_line(record, run_block, settings)
+        run.finish(line)
         if on_record is not None:
-            on_record(record)
+            on_record(line)
 
     def fail(failure: ProblemFailedError, by_id: dict[str, Problem]) -> None:
         if strict:

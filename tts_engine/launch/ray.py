@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from .problems import Problem
+from ..config import Job
+from ..inputs.problems import Problem
 
 log = logging.getLogger(__name__)
 
@@ -53,37 +54,12 @@ class LaunchError(ValueError):
 
 # --- what every actor solves with --------------------------------------------------------------------------
 @dataclass
-class SolveJob:
-    """The pass-through `tts solve` options, parsed once at the driver (a bad option fails there, before any
-    actor starts) and shipped to every actor."""
-
-    engine_options: Any
-    """`tts_engine.options.EngineOptions`: the model, backend and verifier each actor builds."""
-    strategy: str
-    config: Any
-    """The strategy's settings object (its registered type), or None."""
-    params: Any
-    """`tts_engine.params.SamplingParams`: n, temperature, seed, ..."""
-    strict: bool = False
-    abstain_below: float | None = None
-
-    def solve_keywords(self) -> dict[str, Any]:
-        """`Engine.solve`'s keywords for one chunk (no results file: the driver writes)."""
-        return dict(
-            strategy=self.strategy,
-            config=self.config,
-            strict=self.strict,
-            abstain_below=self.abstain_below,
-            out=None,
-            progress=False,
-        )
-
-
-@dataclass
 class Launch:
     """A parsed `tts launch --ray` command line: the job, the problems, and the driver's own settings."""
 
-    job: SolveJob
+    job: Job
+    """The pass-through `tts solve` options, parsed once at the driver (a bad option fails there, before any
+    actor starts) and shipped to every actor."""
     problems: list[Problem]
     entry: Any
     """The strategy's registry entry (its summary lines)."""
@@ -92,28 +68,12 @@ class Launch:
     quiet: bool = False
 
 
-def parse_launch(problems_path: str, solve_args: Sequence[str]) -> Launch:
-    """The solve options after PROBLEMS, read by `tts solve`'s own command, so both accept the same options."""
-    from .cli import solve
-    from .options import build_solve
-    from .problems import load_problems
-
-    for flag in ("--out", "--shard"):
-        if any(a == flag or a.startswith(flag + "=") for a in solve_args):
-            raise ValueError(f"{flag} is set by the Ray launch itself; remove it from the solve options")
-    call = build_solve(solve.make_context("tts launch", [problems_path, *solve_args]).params)
-    run, entry = call.run, call.entry
-    job = SolveJob(call.engine, run.strategy, call.config, call.params, run.strict, run.abstain_below)
-    problems = load_problems(problems_path, limit=run.limit)
-    return Launch(job, problems, entry, run.retry_failed, run.all, run.quiet)
-
-
 # --- the actor ---------------------------------------------------------------------------------------------
 class SolveWorker:
     """One actor: builds its Engine once (the model loads once per actor) and solves the chunks it is handed,
     yielding each record as its problem finishes. Wrapped by `ray.remote` at launch time."""
 
-    def __init__(self, job: SolveJob, threads: int | None = None):
+    def __init__(self, job: Job, threads: int | None = None):
         drop_checkout_from_path()
         if threads:
             import torch
@@ -123,8 +83,10 @@ class SolveWorker:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+        from ..engine import Engine
+
         self.job = job
-        self.engine = job.engine_options.make_engine()
+        self.engine = Engine(config=job.engine)
 
     def close(self) -> None:
         """Release the engine (a vLLM engine stops cleanly) before the driver ends this actor."""
@@ -144,7 +106,7 @@ class SolveWorker:
 
         def work() -> None:
             try:
-                self.engine.solve(problems, self.job.params, on_record=records.put, **self.job.solve_keywords())
+                self.job.solve(self.engine, problems, on_record=records.put, out=None, progress=False)
                 records.put(end)
             except BaseException as err:  # noqa: BLE001 - re-raised in the actor's own thread below
                 records.put(err)
@@ -226,13 +188,13 @@ class Task:
 class Driver:
     """Hands chunks to idle actors, writes every record it receives (once), and retries the chunks of dead ones."""
 
-    def __init__(self, ray, make_actor: Callable[[], Any], job: SolveJob, run, chunks, workers: int, echo):
+    def __init__(self, ray, make_actor: Callable[[], Any], job: Job, run, chunks, workers: int, echo):
         self.ray, self.make_actor, self.job, self.run, self.echo = ray, make_actor, job, run, echo
         self.fresh = list(reversed(chunks))  # popped from the end: first chunk first
         self.retry: list[list[Problem]] = []
         self.deaths: dict[str, int] = {}
         self.tasks: list[Task] = []
-        self.run_block: dict[str, Any] = {"strategy": job.strategy}
+        self.run_block: dict[str, Any] = {"strategy": job.run.strategy}
         self.slots = [Slot(i) for i in range(workers)]
         self.retired: list[WorkerStats] = []
         for slot in self.slots:
@@ -338,7 +300,8 @@ class Driver:
     def _lost(self, task: Task, err: Exception) -> None:
         """The worker of `task` died: its unreturned problems go back to the queue alone (or fail, the second
         time), and a replacement actor takes its slot."""
-        from .results import failure_record
+        from ..pipeline.records import failure_record
+        from ..running.loop import results_line
 
         slot = task.slot
         slot.stats.busy_s += time.perf_counter() - task.started
@@ -353,9 +316,7 @@ class Driver:
                 self.retry.append([problem])
                 continue
             reason = f"its worker died {self.deaths[problem.id]} times while solving it (last: {error_line(err)})"
-            record = failure_record(problem, "failed", {"reason": reason})
-            record["run"] = self.run_block
-            self.run.finish(record)
+            self.run.finish(results_line(failure_record(problem, "failed", {"reason": reason}), self.run_block))
         self._replace(slot)
 
     def stats(self) -> list[WorkerStats]:
@@ -421,7 +382,7 @@ def connect(ray, address: str) -> bool:
 
 
 @dataclass
-class RaySettings:
+class RayConfig:
     """The launch's Ray settings (`tts launch --ray ADDRESS ...`)."""
 
     address: str
@@ -472,23 +433,22 @@ def cluster_text(cluster: dict[str, float]) -> str:
 
 # --- the command -------------------------------------------------------------------------------------------
 def launch_on_ray(
-    problems_path: str,
+    launch: Launch,
     out: str,
-    solve_args: Sequence[str],
-    settings: RaySettings,
+    settings: RayConfig,
     echo: Callable[[str], None] = print,
     show: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
-    """`tts launch PROBLEMS --ray ADDRESS --out OUT [solve options]`: solve on the cluster's actors, write OUT at
+    """`tts launch PROBLEMS --ray ADDRESS --out OUT [solve options]` (parsed: `tts_engine.cli.parallel.parse_launch`):
+    solve on the cluster's actors, write OUT at
     the driver (resuming it); `show` gets the summary (as `tts solve` prints it), `echo` the notes on workers and
     each worker's throughput. Records in problem order."""
-    from .run import Run
+    from ..running.loop import Run
 
-    launch = parse_launch(problems_path, solve_args)
     ray = import_ray()
     connected = connect(ray, settings.address)
     try:
-        run = Run(launch.problems, out, not launch.quiet, launch.job.strategy, launch.retry_failed)
+        run = Run(launch.problems, out, not launch.quiet, launch.job.run.strategy, launch.retry_failed)
 
         def note(line: str) -> None:  # beside the progress bar, not through it
             with run.bar.external_write_mode():
@@ -504,13 +464,13 @@ def launch_on_ray(
     return report(launch, run, stats, wall, out, echo, show)
 
 
-def drive(ray, launch: Launch, run, settings: RaySettings, note) -> tuple[list[WorkerStats], float]:
+def drive(ray, launch: Launch, run, settings: RayConfig, note) -> tuple[list[WorkerStats], float]:
     """Start the actors, hand out every chunk, write every record; (each worker's stats, wall seconds)."""
-    from .run import ROWS_PER_CHUNK
+    from ..running.loop import ROWS_PER_CHUNK
 
     cluster = ray.cluster_resources()
     workers, request = settings.actor_resources(cluster)
-    most = max(1, ROWS_PER_CHUNK // launch.entry.samples(launch.job.params.n, launch.job.config))
+    most = max(1, ROWS_PER_CHUNK // launch.entry.samples(launch.job.params.n, launch.job.strategy_config))
     size = settings.chunk_size or chunk_size(len(run.todo), workers, most)
     chunks = make_chunks(run.todo, size)
     note(
@@ -532,7 +492,7 @@ def drive(ray, launch: Launch, run, settings: RaySettings, note) -> tuple[list[W
 
 def report(launch: Launch, run, stats: list[WorkerStats], wall: float, out: str, echo, show) -> list[dict[str, Any]]:
     """The summary of the whole file (as `tts solve` prints it), then each worker's throughput."""
-    from .summary import format_summary, summarize
+    from ..running.summary import format_summary, summarize
 
     records = run.records(launch.problems)
     lines = launch.entry.summary_lines(records)

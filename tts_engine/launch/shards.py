@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import orjson
 
-from .interpreter import PYTHON
-from .results import read_results
+from ..interpreter import PYTHON
+from ..running.results import read_results
 
 log = logging.getLogger(__name__)
 

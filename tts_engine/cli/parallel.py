@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .parallel import build_workers, gpu_groups, log_tail, merge_results, run_workers, shard_path
-from .settings import Command
+from ..launch.shards import build_workers, gpu_groups, log_tail, merge_results, run_workers, shard_path
+from ..settings import Command
 
 
 def _problem_ids(problems: str, limit: int | None) -> list[str]:
-    from .problems import load_problems
+    from ..inputs.problems import load_problems
 
     return [p.id for p in load_problems(_problems_path(problems), limit=limit)]
 
@@ -17,7 +17,7 @@ def _problem_ids(problems: str, limit: int | None) -> list[str]:
 def _problems_path(problems: str) -> str:
     """A problems file, or `bundled` for the set shipped with the package."""
     if problems == "bundled":
-        from .models import default_problems_path
+        from ..inputs.models import default_problems_path
 
         return str(default_problems_path())
     return problems
@@ -34,8 +34,8 @@ def _limit_of(solve_args: tuple[str, ...]) -> int | None:
 
 
 def _merge_and_report(shards, out, order) -> None:
-    from .results import read_results
-    from .summary import format_summary, summarize
+    from ..running.results import read_results
+    from ..running.summary import format_summary, summarize
 
     try:
         report = merge_results(shards, out, problem_order=order)
@@ -123,13 +123,12 @@ def launch(
     if ray_address is not None:
         if gpus or num_nodes > 1:
             raise click.ClickException("--ray places the workers itself: drop --gpus, --node-rank and --num-nodes")
-        from .ray_launch import RaySettings, launch_on_ray
+        from ..launch.ray import RayConfig, launch_on_ray
 
-        settings = RaySettings(ray_address, workers, gpus_per_worker, cpus_per_worker, chunk_size)
+        settings = RayConfig(ray_address, workers, gpus_per_worker, cpus_per_worker, chunk_size)
         launch_on_ray(
-            _problems_path(problems),
+            parse_launch(_problems_path(problems), list(solve_args)),
             out,
-            list(solve_args),
             settings,
             lambda line: click.echo(line, err=True),
             click.echo,
@@ -166,3 +165,19 @@ def launch(
         _merge_and_report([w.out for w in plan if w.out.is_file()], out, _problem_ids(problems, _limit_of(solve_args)))
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(plan)} workers failed (rerun resumes where they stopped)")
+
+
+def parse_launch(problems_path: str, solve_args: list[str]):
+    """`tts launch --ray`'s PROBLEMS and solve options as a `Launch`, read by `tts solve`'s own command, so both accept
+    the same options."""
+    from ..inputs.problems import load_problems
+    from ..launch.ray import Launch
+    from .commands import solve
+    from .options import build_solve
+
+    for flag in ("--out", "--shard"):
+        if any(a == flag or a.startswith(flag + "=") for a in solve_args):
+            raise ValueError(f"{flag} is set by the Ray launch itself; remove it from the solve options")
+    job, command, entry = build_solve(solve.make_context("tts launch", [problems_path, *solve_args]).params)
+    problems = load_problems(problems_path, limit=command.limit)
+    return Launch(job, problems, entry, command.retry_failed, command.all, command.quiet)

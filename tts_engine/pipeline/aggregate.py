@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from .records import VoteRecord
+
 NO_ANSWER = -1
 
 
@@ -172,7 +174,7 @@ def _classes_of(answers: Sequence[str | None], classes: Sequence[int] | None) ->
         if len(classes) != len(answers):
             raise ValueError(f"classes has {len(classes)} entries but answers has {len(answers)}")
         return list(classes)
-    from .answers import group_answers
+    from ..answers import group_answers
 
     return list(group_answers(list(answers)).class_ids)
 
@@ -221,7 +223,7 @@ def vote_batch(
     ['2', 'x']
     """
     if classes is None:
-        from .answers import group_answers_batch
+        from ..answers import group_answers_batch
 
         classes = [list(c.class_ids) for c in group_answers_batch([list(a) for a in answers])]
     if scores is None:
@@ -230,25 +232,20 @@ def vote_batch(
 
 
 def vote_predictions(
-    sample_records: list[dict[str, Any]], class_grades: Sequence[bool | None], has_reference: bool
-) -> dict[str, dict[str, Any]]:
+    samples: Sequence[Any], class_grades: Sequence[bool | None], has_reference: bool
+) -> dict[str, VoteRecord]:
     """The prediction of every aggregation (majority; weighted, best-of-N and filtered by every score kind the
-    samples carry) over a problem's sample records: a results line's "aggregations" block."""
-    class_ids = [s["answer_class"] for s in sample_records]
-    answers = [s["answer"] for s in sample_records]
-    kinds = list(sample_records[0]["scores"]) if sample_records else []
+    samples carry) over a problem's sample records (`SampleRecord`): a record's "aggregations"."""
+    class_ids = [s.answer_class for s in samples]
+    answers = [s.answer for s in samples]
+    kinds = list(samples[0].scores) if samples else []
     predictions = {}
     for key in aggregation_keys(kinds):
         strategy, _, kind = key.partition(":")
-        scores = [s["scores"][kind] for s in sample_records] if kind else None
+        scores = [s.scores[kind] for s in samples] if kind else None
         vote = vote_classes(strategy, class_ids, scores, answers)
         correct = None
         if has_reference:
             correct = bool(class_grades[vote.answer_class]) if vote.answer_class >= 0 else False
-        predictions[key] = {
-            "answer": vote.answer,
-            "answer_class": vote.answer_class,
-            "confidence": round(vote.confidence, 6),
-            "correct": correct,
-        }
+        predictions[key] = VoteRecord(vote.answer, vote.answer_class, round(vote.confidence, 6), correct)
     return predictions

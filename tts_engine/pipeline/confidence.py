@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .backends.base import token_confidence, window_confidence  # noqa: F401  (with the backends that compute them)
-from .verifiers.registry import register_score_kind
+from ..backends.base import token_confidence, window_confidence  # noqa: F401  (with the backends that compute them)
+from ..verifiers.registry import register_score_kind
 
 BOTTOM_FRACTION = 0.1
 """Share of the groups whose mean is the bottom-10% group confidence."""

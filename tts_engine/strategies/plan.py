@@ -1,0 +1,38 @@
+"""The contract between a strategy and the run loop: a strategy's plan yields one record per problem of a chunk
+(and, if it works in rounds, a word on each problem still open)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol, Sequence
+
+from ..inputs.problems import Problem
+from ..pipeline.records import ProblemRecord
+
+
+@dataclass(frozen=True)
+class RoundProgress:
+    """A plan's word on a problem still open after a round (adaptive strategies): how many samples it has, which
+    answer leads, and that answer's p_correct (the stopping signal) and vote share."""
+
+    problem_id: str
+    samples: int
+    leader: str | None
+    p_correct: float
+    confidence: float
+    """The leader's share of the vote (`confidence` in records)."""
+
+
+class Plan(Protocol):
+    """One strategy's plan over a run: what it spends per problem and how it solves a chunk."""
+
+    name: str
+    rows_per_problem: int
+    """Samples one problem holds in flight at most (sizes the chunks)."""
+    run_block: dict[str, Any]
+    """The strategy's part of the results' "run" block (model, sampling settings, verifier, its own settings)."""
+
+    def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord | RoundProgress]:
+        """One record per problem of the chunk, yielded as each finishes (any order), with optional
+        `RoundProgress` items for problems still open."""
+        ...
