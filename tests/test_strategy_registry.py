@@ -13,14 +13,13 @@ from typing import Any, Iterator, Sequence
 import pytest
 from click.testing import CliRunner
 
-from tts_engine import Engine
+from tts_engine import Engine, plugins
 from tts_engine.cli import main
 from tts_engine.inputs.models import default_problems_path
 from tts_engine.inputs.problems import Problem, load_problems
 from tts_engine.params import SamplingParams
 from tts_engine.pipeline.records import StrategyBlock
 from tts_engine.running.results import read_results
-from tts_engine import plugins
 from tts_engine.strategies import register_strategy, registry, strategies
 
 openai = pytest.importorskip("openai")

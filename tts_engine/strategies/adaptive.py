@@ -30,7 +30,7 @@ from ..pipeline.records import ProblemRecord, StrategyBlock
 from ..settings import check_int, is_int, setting
 from .parts import Parts
 from .plan import RoundProgress
-from .registry import record_kinds, register_strategy
+from .registry import BlockView, record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
     STOP_ON,
@@ -225,6 +225,7 @@ CAPS = (("max_n", "samples"), ("budgets", "tokens"))
     help="Continue the cut samples of unconfident problems budget by budget.",
     summary_lines=format_adaptive_summary,
     request_caps=CAPS,
+    view=BlockView("adaptive", "rounds", "Adaptive rounds", round_label="budget {budget}", threshold="tau"),
 )
 class AdaptiveLengthPlan:
     """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget."""
@@ -338,6 +339,7 @@ def _length_stop(
     samples=_max_n,
     summary_lines=format_adaptive_summary,
     request_caps=CAPS,
+    view=BlockView("adaptive", "rounds", "Adaptive waves", threshold="tau", wave="wave"),
 )
 class AdaptiveNPlan:
     """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""

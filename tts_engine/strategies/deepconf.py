@@ -39,7 +39,7 @@ from ..pipeline.confidence import group_confidences, percentile_threshold
 from ..pipeline.records import ProblemRecord, StrategyBlock
 from ..settings import check_int, setting
 from .parts import Parts
-from .registry import record_kinds, register_strategy
+from .registry import BlockView, record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
     STOP_ON,
@@ -172,6 +172,17 @@ class DeepconfBlock(StrategyBlock):
     config_type=DeepConfConfig,
     help="Warm-up sets a confidence threshold; later samples stop when below it; stop at consensus or N.",
     summary_lines=lambda records: format_deepconf_summary(records),
+    view=BlockView(
+        "deepconf",
+        "rounds",
+        "DeepConf waves",
+        signal="consensus signal",
+        round_label="wave {i}",
+        first_round="warm-up",
+        threshold="consensus",
+        wave="trace_wave",
+        warmup="warmup",
+    ),
 )
 class DeepConfPlan:
     """DeepConf online: warm-up, confidence-stopped waves, consensus stop (see the module docstring)."""

@@ -29,7 +29,7 @@ from ..params import SamplingParams
 from ..pipeline.records import ProblemRecord
 from ..settings import check_int
 from .parts import Parts
-from .registry import register_strategy
+from .registry import BlockView, register_strategy
 from .rounds import derive_seed
 from .search.config import SearchConfig, StepSearchSettings, check_n_multiple
 from .search.plan import step_headline, step_kinds
@@ -222,6 +222,7 @@ def _path(tree: Tree, leaf: Node) -> list[Node]:
     verifier_kinds=step_kinds,
     headline=step_headline,
     n_rule=ParticleConfig.check_n,
+    view=BlockView("search", "tree", "Particle tree"),
 )
 def particle_plan(parts: Parts, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
     return ParticlePlan(parts, params, config, **extra)

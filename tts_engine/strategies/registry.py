@@ -63,6 +63,33 @@ def _any_n(config, n: int, strategy: str) -> None:
 
 
 @dataclass(frozen=True)
+class BlockView:
+    """How `tts view` shows a strategy's own block of a record: the page reads this declaration, never a strategy's
+    name."""
+
+    key: str
+    """The record key of the block ("adaptive", "deepconf", "search"); the run block's settings sit under it too."""
+    kind: str
+    """"rounds": a stop signal after each round (the block's `confidences`); "tree": a search tree (its `nodes`)."""
+    title: str
+    """The section's title."""
+    signal: str = "p_correct"
+    """What the per-round values are (the plot's label)."""
+    round_label: str = "wave {i}"
+    """Label of round i: `{i}` counts from 1 (from the round after `first_round` where there is one); `{budget}` is
+    the run block's budgets[i - 1]."""
+    first_round: str | None = None
+    """Label of the first round where it differs (a warm-up)."""
+    threshold: str | None = None
+    """The run-block setting holding the stop threshold drawn on the plot ("tau", "consensus"); the block's own
+    value wins where it has one."""
+    wave: str | None = None
+    """The run-block setting holding the samples drawn per wave (each sample is labelled with its wave)."""
+    warmup: str | None = None
+    """The run-block setting holding the samples drawn before the first wave."""
+
+
+@dataclass(frozen=True)
 class StrategyEntry:
     """A registered strategy: how to build its plan, what it takes and what its records carry."""
 
@@ -91,6 +118,8 @@ class StrategyEntry:
     server's cap, one of SERVER_CAPS (`max_n` by "samples", `budgets` by "tokens")."""
     request_fields: tuple[str, ...] | None = None
     """The settings a server request may set (default: every field of `config_type`)."""
+    view: BlockView | None = None
+    """How `tts view` shows the strategy's block of a record (None: the strategy writes none)."""
 
     def check_n(self, n: int, config: Any) -> None:
         """n against the strategy's rule (a ValueError naming the strategy when it breaks it)."""
@@ -110,7 +139,7 @@ _STRATEGIES: dict[str, StrategyEntry] = {}
 def register_strategy(name: str, *, config_type: type | None = None, help: str = "", **declared: Any):
     """Class or function decorator: `build(parts, params, config, **extra) -> Plan` under `name`; `declared`
     sets the entry's other fields (samples, verifier_kinds, headline, summary_lines, n_rule, request_caps,
-    request_fields). A settings field that collides with another strategy's fails here."""
+    request_fields, view). A settings field that collides with another strategy's fails here."""
 
     def decorate(build):
         if name in _STRATEGIES and _STRATEGIES[name].build is not build:

@@ -13,7 +13,7 @@ from ...inputs.problems import Problem
 from ...params import SamplingParams
 from ...pipeline.records import ProblemRecord
 from ..parts import Parts
-from ..registry import register_strategy
+from ..registry import BlockView, register_strategy
 from .config import SearchConfig
 from .runner import SCORE_KINDS, Search, build_records, new_trees, run_rounds
 from .strategies import GroupPlan, beam_groups, dvts_groups
@@ -66,6 +66,7 @@ SEARCH_ENTRY = {
     "verifier_kinds": step_kinds,
     "headline": step_headline,
     "n_rule": SearchConfig.check_n,
+    "view": BlockView("search", "tree", "Search tree"),
 }
 
 
