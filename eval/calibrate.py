@@ -26,7 +26,7 @@ from tts_engine.settings import Command, build, options
 
 
 @dataclass
-class CalibrateOptions:
+class CalibrateConfig:
     """How `tts calibrate` fits and reports."""
 
     kind: str | None = None
@@ -147,14 +147,14 @@ def format_report(figures: dict[str, Any]) -> list[str]:
     help="Results of the same model to report on instead of a held-out part (repeatable): the fit is made on all of "
     "RESULTS and checked on these files.",
 )
-@options(CalibrateOptions)
+@options(CalibrateConfig)
 def calibrate(results, out, tests, **settings):
     """Fit p_correct (the probability that an answer is right) on labelled RESULTS of `tts solve`.
 
     Prints the held-out part's reliability beside the uncalibrated mapping's, and writes the calibration that
     `tts solve --calibration FILE` and `tts serve --calibration FILE` use (as calibration.json beside a checkpoint it
     is that checkpoint's default)."""
-    o = build(CalibrateOptions, settings)
+    o = build(CalibrateConfig, settings)
     records = load_labelled(results)
     kind = o.kind or records[0]["run"].get("headline_kind")
     calibration, test_part = fit_runs(records, kind, 0.0 if tests else o.holdout, o.l2)

@@ -1,5 +1,5 @@
 """`tts curve` (curves, efficiency ratio, verifier metrics and plots from results files) and `tts bench`
-(generation, then the same, in one command). Both take their curve settings from CurveOptions; `tts bench`
+(generation, then the same, in one command). Both take their curve settings from CurveConfig; `tts bench`
 takes its engine and sampling options from the same dataclasses as `tts solve`."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .curves import IMPLS
 
 
 @dataclass
-class CurveOptions:
+class CurveConfig:
     """How curves and verifier metrics are computed from results files."""
 
     num_subsets: int = setting(1000, flags=("--subsets",))
@@ -55,7 +55,7 @@ class CurveOptions:
 
 
 @dataclass
-class BenchOptions:
+class BenchConfig:
     """What `tts bench` runs over and where it writes."""
 
     out: str = setting("", flag="--out-dir", deprecated=("--out",))
@@ -156,7 +156,7 @@ def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = Fals
     multiple=True,
     help="Name of each results file in plots and tables, once per file in order (default: the file stem).",
 )
-@options(CurveOptions)
+@options(CurveConfig)
 def curve(results, out, labels, **settings):
     """Compute-vs-accuracy curves of every aggregation from RESULTS files (JSONL from `tts solve`).
 
@@ -164,7 +164,7 @@ def curve(results, out, labels, **settings):
     score kind, against samples, tokens and FLOPs per problem; the efficiency ratio against majority@N;
     verifier metrics. Several files are drawn on the same axes.
     """
-    o = build(CurveOptions, settings)
+    o = build(CurveConfig, settings)
     curves = run_curves(
         results,
         out,
@@ -184,8 +184,8 @@ def curve(results, out, labels, **settings):
 @click.command(cls=Command)
 @options(EngineConfig)
 @options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults={"n": 64})
-@options(BenchOptions)
-@options(CurveOptions, exclude=("seed", "title", "only", "no_plots"))
+@options(BenchConfig)
+@options(CurveConfig, exclude=("seed", "title", "only", "no_plots"))
 def bench(**settings):
     """Generate N samples per problem, then draw the curves: `tts solve` + `tts curve` in one command.
 
@@ -193,9 +193,9 @@ def bench(**settings):
     from tts_engine.inputs.models import default_problems_path
     from tts_engine.inputs.problems import load_problems
 
-    run = build(BenchOptions, settings)
+    run = build(BenchConfig, settings)
     params = build(SamplingParams, settings, defaults={"n": 64})
-    curve_options = build(CurveOptions, settings, defaults={"seed": params.seed or 0})
+    curve_options = build(CurveConfig, settings, defaults={"seed": params.seed or 0})
     problems_path = Path(run.problems or default_problems_path())
     out_dir = Path(run.out)
     out_dir.mkdir(parents=True, exist_ok=True)

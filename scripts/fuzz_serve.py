@@ -54,7 +54,7 @@ top returned. Under the defaults the memory rises in steps that live objects do 
 PROBLEM = "Compute left to right: 7-5-1."
 MAX_TREND_MB = 10.0
 """The most the memory may grow per 1,000 requests after the warm-up: a leak of 10 KB a request reaches it. Runs
-without a leak gave -3.4 to +4.9 (docs/serve.md); a one-time step of h MB in the middle of the 16 readings of a
+without a leak gave -3.4 to +6.2 (docs/serve.md); a one-time step of h MB in the middle of the 16 readings of a
 2,000-request run adds about 0.9 h."""
 JUNK_VALUES = (None, True, False, 0, -1, 1.5, 10**30, "", "x", "\u0000", [], {}, [1], {"a": 1}, "NaN", 1e308)
 

@@ -186,11 +186,11 @@ def test_a_setting_declared_again_elsewhere_fails_at_registration_naming_both(mo
 
 def test_step_searches_share_their_step_settings_as_one_field():
     from tts_engine.strategies.particle import ParticleConfig
-    from tts_engine.strategies.search.config import SearchConfig, StepSearchSettings
+    from tts_engine.strategies.search.config import SearchConfig, StepSearchConfig
 
     for name in ("max_steps", "step_reduction", "step_delimiter", "prm_format"):
         assert registry._declared_by(SearchConfig, name) is registry._declared_by(ParticleConfig, name)
-        assert registry._declared_by(ParticleConfig, name) is StepSearchSettings
+        assert registry._declared_by(ParticleConfig, name) is StepSearchConfig
 
 
 def test_declared_caps_and_request_fields_are_checked(monkeypatch):

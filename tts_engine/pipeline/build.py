@@ -38,10 +38,13 @@ class Pipeline:
         verifier: Any,
         started: float | None = None,
         votes_from: Callable[[SampleRecord], bool] | None = None,
+        compute: Sequence[Compute] | None = None,
     ) -> list[ProblemRecord]:
         """One record per problem of `samples` `# (P, N)`, scored by `verifier` (the engine's, a strategy's wrapper
         of it, or None for likelihood only). `votes_from`: which samples vote (the others keep their answer in the
-        record but vote for nothing, e.g. samples a strategy stopped early); default all."""
+        record but vote for nothing, e.g. samples a strategy stopped early); default all. `compute`: what each
+        problem cost where the strategy counted more than its samples (a search's whole tree); default: the
+        samples' own tokens."""
         from ..answers import group_answers_batch
 
         started = time.perf_counter() if started is None else started
@@ -68,11 +71,7 @@ class Pipeline:
                 samples=rows,
                 classes=answer_classes,
                 aggregations=vote_predictions(voters, grades[i], has_reference=problem.reference is not None),
-                compute=Compute(
-                    prompt_tokens=samples[i][0].num_prompt_tokens if samples[i] else 0,
-                    generated_tokens=sum(s.num_tokens for s in samples[i]),
-                    verifier_tokens=sum(s.verifier_tokens for s in rows),
-                ),
+                compute=compute[i] if compute is not None else _compute(samples[i], rows),
                 time_s=round(elapsed, 4),
                 verify_time_s=round(verify_elapsed, 4),
                 judged_pairs=judged[i],
@@ -110,6 +109,12 @@ class Pipeline:
             reasons.append([report.reasons[k] if has_reference and report.verdicts[k] is None else None for k in span])
             judged.append(sum(k in judged_set for k in span))
         return grades, reasons, judged
+
+
+def _compute(samples: Sequence[Sample], rows: Sequence[SampleRecord]) -> Compute:
+    """The tokens of a problem's samples: its prompt, what they generated, what the verifier computed of them."""
+    prompt_tokens = samples[0].num_prompt_tokens if samples else 0
+    return Compute(prompt_tokens, sum(s.num_tokens for s in samples), sum(s.verifier_tokens for s in rows))
 
 
 def _answer(text: str) -> str | None:

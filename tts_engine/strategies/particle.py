@@ -31,16 +31,16 @@ from ..settings import check_int
 from .parts import Parts
 from .registry import BlockView, register_strategy
 from .rounds import derive_seed
-from .search.config import SearchConfig, StepSearchSettings, check_n_multiple
+from .search.config import SearchConfig, StepSearchConfig, check_n_multiple
 from .search.plan import step_headline, step_kinds
 from .search.runner import Group, Node, Search, Tree, build_records, new_trees
 from .search.strategies import GroupPlan
 
 
 @dataclass
-class ParticleConfig(StepSearchSettings):
+class ParticleConfig(StepSearchConfig):
     """How particle filtering grows, weighs and resamples its particles (the step settings are every step
-    search's: `StepSearchSettings`)."""
+    search's: `StepSearchConfig`)."""
 
     resample_temperature: float = 1.0
     """T of the resampling weights softmax(logit(score) / T): small T follows the scorer greedily, large T

@@ -10,7 +10,7 @@ distribution names in the entry-point group `tts_engine.strategies` (so `pip ins
 `--strategy mine` to `tts solve`, `Engine.solve` and `tts serve`), and any module that registers one in-process.
 
 All strategies share one option namespace (`tts solve --max-steps`), so a setting may be shared only by being the
-same field: declared once in a settings base the strategies inherit (`StepSearchSettings`). A field of the same
+same field: declared once in a settings base the strategies inherit (`StepSearchConfig`). A field of the same
 name declared anywhere else fails at registration, naming both strategies.
 """
 

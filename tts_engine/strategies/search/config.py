@@ -1,4 +1,4 @@
-"""Settings of step-level search: the fields every step search shares (`StepSearchSettings`, also particle
+"""Settings of step-level search: the fields every step search shares (`StepSearchConfig`, also particle
 filtering's base) and beam search / DVTS's own (`SearchConfig`), validated field by field."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def check_n_multiple(n: int, name: str, divisor: int, strategy: str) -> None:
 
 
 @dataclass
-class StepSearchSettings:
+class StepSearchConfig:
     """The settings every step-level search shares (beam, DVTS, particle filtering): defined once here, so one
     `--max-steps` means one thing to all of them."""
 
@@ -66,7 +66,7 @@ class StepSearchSettings:
 
 
 @dataclass
-class SearchConfig(StepSearchSettings):
+class SearchConfig(StepSearchConfig):
     """How beam search and DVTS grow, score and prune partial solutions (search-and-learn's defaults, except
     where noted)."""
 

@@ -22,7 +22,7 @@ from ...backends.base import Sample
 from ...inputs.problems import Problem
 from ...params import SamplingParams
 from ...pipeline.failures import generate_or_fail
-from ...pipeline.records import ProblemRecord, StrategyBlock
+from ...pipeline.records import Compute, ProblemRecord, StrategyBlock
 from ...verifiers.base import SampleScore
 from ...verifiers.steps import STEP_KINDS, STEP_REDUCTIONS, reduce_steps
 from ..rounds import derive_seed
@@ -341,20 +341,23 @@ class SearchBlock(StrategyBlock):
 def build_records(parts, trees: Sequence[Tree], params: SamplingParams) -> list[ProblemRecord]:
     """The pipeline's records over each tree's finished beams, with compute and the tree filled in."""
     chosen = [tree.results() for tree in trees]
+    samples = [[n.sample() for n in nodes] for nodes in chosen]
+    compute = [
+        Compute(row[0].num_prompt_tokens if row else 0, tree.generated_tokens, tree.verifier_tokens, final)
+        for tree, row, final in zip(trees, samples, (sum(len(n.token_ids) for n in nodes) for nodes in chosen))
+    ]
     records = parts.pipeline.records(
         [t.problem for t in trees],
         [t.prompt for t in trees],
-        [[n.sample() for n in nodes] for nodes in chosen],
+        samples,
         params,
         verifier=_StepVerdicts([[step_verdict(n) for n in nodes] for nodes in chosen]),
+        compute=compute,
     )
     for tree, nodes, record in zip(trees, chosen, records):
         for sample, node in zip(record.samples, nodes):
             sample.steps, sample.node = node.steps, node.id
             sample.step_scores = [round(s, 6) for s in node.step_scores]
-        record.compute.generated_tokens = tree.generated_tokens
-        record.compute.verifier_tokens = tree.verifier_tokens
-        record.compute.final_tokens = sum(len(n.token_ids) for n in nodes)
         record.block = SearchBlock(tree.rounds, [n.to_json() for n in tree.nodes])
         record.time_s = round(tree.time_s, 4)
         record.verify_time_s = round(tree.verify_time_s, 4)  # its rounds' step scoring, shared like time_s
