@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import orjson
 
 log = logging.getLogger(__name__)
 
@@ -92,29 +91,18 @@ class ResultsTable:
 
 
 def load_results(path: str | Path) -> ResultsTable:
-    """Read a results JSONL file (one problem a line); lines that are not JSON objects are skipped with a note."""
+    """Read a results JSONL file (one problem a line) through the one results reader
+    (`tts_engine.running.results.read_results`: a line that is not a results line is an error naming the file and
+    line; a torn last line, from a killed run, is skipped)."""
+    from tts_engine.running.results import read_results
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"results file {str(path)!r} does not exist")
-    records, notes = [], []
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as err:
-                notes.append(f"{path.name}:{number}: not JSON ({err}); line skipped")
-                continue
-            if not isinstance(record, dict):
-                notes.append(f"{path.name}:{number}: not a JSON object; line skipped")
-                continue
-            records.append(record)
+    records = list(read_results(path))
     if not records:
         raise ValueError(f"results file {str(path)!r} holds no problem records")
-    table = table_from_records(records)
-    table.notes[:0] = notes
-    return table
+    return table_from_records(records)
 
 
 def table_from_records(records: Iterable[dict[str, Any]]) -> ResultsTable:

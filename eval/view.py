@@ -1,9 +1,14 @@
-"""`tts view RESULTS...`: one page to browse runs: summary, curves, reliability, problems, samples, votes, trees.
+"""`tts view RESULTS...`: one page to browse runs: summary, curves, reliability, problems, samples, votes, and each
+strategy's own record block.
 
 The page is one self-contained HTML file (style, script and data inline; no network), so it opens from disk and can
 be shared; `--port` serves the same page on localhost instead. Every figure on it comes from the code the other
 commands use: the summary from `tts_engine.running.summary`, the curves (with their standard errors) from
 `compute_curves`, the reliability bins from `tts_engine.pipeline.metrics.reliability`. The page's script only draws them.
+
+A strategy's own block of a record (its rounds and stop signal, or its tree) is drawn from what the strategy declares
+in the registry (`tts_engine.strategies.registry.BlockView`, carried as each run's `view`), never from its name: a
+plug-in strategy's block shows as the built-ins' do, and one that declares nothing shows as plain keys and values.
 
 The data is one JSON blob, parsed once; a problem's samples become DOM only when the problem is opened and the
 problem list is paged, so a 500 x 64 run stays quick to open (scripts/bench_view.py measures it, docs/view.md).
@@ -11,6 +16,7 @@ problem list is paged, so a 500 x 64 run stays quick to open (scripts/bench_view
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections import Counter
@@ -24,9 +30,11 @@ import orjson
 
 from tts_engine.pipeline.aggregate import headline_vote
 from tts_engine.pipeline.metrics import auroc, reliability
-from tts_engine.running.results import numbered_results, record_status, strategy_of, upgrade_record
+from tts_engine.pipeline.records import strategy_of
+from tts_engine.running.results import numbered_results, record_status, upgrade_record
 from tts_engine.running.summary import headline_rows, summarize
 from tts_engine.settings import Command, build, options, setting
+from tts_engine.strategies.registry import BlockView, strategies
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +43,28 @@ PAGE_DIR = Path(__file__).with_name("view_page")
 DROPPED_FIELDS = ("prompt", "run")
 """Record fields the page does not carry per problem: the prompt repeats the problem, `run` is kept once per file."""
 CURVE_AXES = ("samples", "generated_tokens", "tokens")
+RECORD_FIELDS = (
+    "id",
+    "problem",
+    "reference",
+    "fields",
+    "status",
+    "failure",
+    "prompt",
+    "samples",
+    "classes",
+    "aggregations",
+    "compute",
+    "run",
+    "time_s",
+    "verify_time_s",
+    "judged_pairs",
+)
+"""The keys every results line may hold (docs/results.md); any other key is a strategy's own block."""
 
 
 @dataclass
-class ViewOptions:
+class ViewConfig:
     """What `tts view` writes or serves, and how its curves are computed."""
 
     out: str | None = None
@@ -213,18 +239,34 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def stopping_blocks(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The record blocks that say when and why a problem stopped (those holding `stopped_because`)."""
-    return list(
-        dict.fromkeys(k for r in records for k, v in r.items() if isinstance(v, dict) and "stopped_because" in v)
-    )
+# --- a strategy's own block ---------------------------------------------------------------------------------
+def declared_view(strategy: str) -> BlockView | None:
+    """How the registry says to show `strategy`'s block: its entry's `view`, or None when the strategy writes none
+    or is not installed here (a results file of a plug-in this installation lacks)."""
+    entry = strategies().get(strategy)
+    return entry.view if entry is not None else None
 
 
-def strategy_facts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """A run's own figures beside the summary: how adaptive problems stopped and how much they used, or the size
-    of a search's trees."""
+def block_keys(records: Sequence[dict[str, Any]], view: BlockView | None) -> list[str]:
+    """The record keys holding a strategy's own block: the declared one first, then any other object a results line
+    does not define (`RECORD_FIELDS`; an undeclared strategy's, which the page shows as plain keys and values)."""
+    found = (k for r in records for k, v in r.items() if k not in RECORD_FIELDS and isinstance(v, dict))
+    return list(dict.fromkeys([*([view.key] if view is not None else []), *found]))
+
+
+def stopping_blocks(records: Sequence[dict[str, Any]], view: BlockView | None = None) -> list[str]:
+    """The record blocks that say when and why a problem stopped: the declared rounds block (`view.key`), then any
+    other holding `stopped_because`."""
+    declared = [view.key] if view is not None and view.kind == "rounds" else []
+    found = (k for r in records for k, v in r.items() if isinstance(v, dict) and "stopped_because" in v)
+    return list(dict.fromkeys([*declared, *found]))
+
+
+def strategy_facts(records: Sequence[dict[str, Any]], view: BlockView | None = None) -> dict[str, Any]:
+    """A run's own figures beside the summary: how its problems stopped and how much they used (a strategy that
+    stops problems), or the size of its trees (a strategy that declares a "tree" block)."""
     facts: dict[str, Any] = {}
-    for block in stopping_blocks(records):  # a strategy that stops problems says why in a block of its own
+    for block in stopping_blocks(records, view):  # a strategy that stops problems says why in a block of its own
         blocks = [r[block] for r in records if isinstance(r.get(block), dict)]
         if blocks:
             facts["stopped because"] = dict(Counter(str(b.get("stopped_because")) for b in blocks).most_common())
@@ -232,7 +274,8 @@ def strategy_facts(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 values = [b[key] for b in blocks if _finite(b.get(key))]
                 if values:
                     facts[f"mean {key}"] = round(sum(values) / len(values), 2)
-    trees = [r["search"] for r in records if isinstance(r.get("search"), dict)]
+    key = view.key if view is not None and view.kind == "tree" else None
+    trees = [r[key] for r in records if key and isinstance(r.get(key), dict)]
     if trees:
         facts["mean tree nodes"] = round(sum(len(t.get("nodes") or []) for t in trees) / len(trees), 1)
         facts["mean rounds"] = round(sum(int(t.get("rounds") or 0) for t in trees) / len(trees), 2)
@@ -268,6 +311,8 @@ def run_payload(
 ) -> dict[str, Any]:
     """Everything the page shows of one results file."""
     run = run_block(records)
+    strategy = strategy_of(records[0])
+    declared = declared_view(strategy)
     summary = summarize(records)
     vote = headline_vote(summary["headline_kind"])
     if not any(vote in (r.get("aggregations") or {}) for r in records):
@@ -276,12 +321,14 @@ def run_payload(
         "label": label,
         "source": source,
         "run": run,
-        "strategy": strategy_of(records[0]),
+        "strategy": strategy,
+        "view": dataclasses.asdict(declared) if declared is not None else None,
+        "blocks": block_keys(records, declared),
         "headline_vote": vote,
         "headline_rows": list(headline_rows(summary["accuracy"], summary["headline_kind"])),
         "summary": _rounded(summary),
         "compute": compute_spent(records, run.get("num_parameters")),
-        "facts": strategy_facts(records),
+        "facts": strategy_facts(records, declared),
         "curves": _rounded(run_curves(records, label, num_subsets, seed)),
         "reliability": _rounded(run_reliability(records, vote, num_bins)),
         "problems": [compact_problem(r) for r in records],
@@ -374,14 +421,15 @@ def make_server(html: str, port: int = 0):
     multiple=True,
     help="Name of each results file on the page, once per file in order (default: the file stem).",
 )
-@options(ViewOptions)
+@options(ViewConfig)
 def view(results, labels, **settings):
     """One page to browse RESULTS files of `tts solve`: summary, compute, curves, the verifier's reliability, and
-    every problem's samples, votes, step scores, search tree or adaptive waves. Several files sit side by side.
+    every problem's samples, votes, step scores and its strategy's own block (rounds and their stop signal, or a
+    tree). Several files sit side by side.
 
     Writes one self-contained HTML file (--out; it opens from disk, with no network) or serves the page on
     localhost (--port) and prints its URL."""
-    o = build(ViewOptions, settings)
+    o = build(ViewConfig, settings)
     payload = build_payload(results, labels, num_subsets=o.num_subsets, seed=o.seed, num_bins=o.num_bins)
     html = page_html(payload, o.title)
     if o.out or o.port is None:

@@ -5,7 +5,8 @@ import pytest
 
 from tts_engine.engine import Engine
 from tts_engine.inputs.problems import Problem
-from tts_engine.running.results import read_results, strategy_of
+from tts_engine.pipeline.records import strategy_of
+from tts_engine.running.results import read_results
 from tts_engine.strategies import strategies
 from tts_engine.strategies.adaptive import AdaptiveConfig
 from tts_engine.strategies.deepconf import DeepConfConfig

@@ -24,14 +24,21 @@ def test_arrays_follow_the_records():
     assert table.fields[0] == records[0]["fields"]
 
 
-def test_load_skips_torn_lines_with_a_note(tmp_path):
+def test_load_names_the_file_and_line_of_a_bad_line_and_skips_only_a_torn_last_one(tmp_path):
     path = tmp_path / "r.jsonl"
     lines = [orjson.dumps(r) for r in synthetic_records(3, 4, seed=0)]
-    path.write_bytes(lines[0] + b"\n" + b'{"id": "torn", "samp\n' + b"[1, 2]\n\n" + lines[1] + b"\n" + lines[2] + b"\n")
-    table = load_results(path)
-    assert table.num_problems == 3
-    assert any("r.jsonl:2: not JSON" in n for n in table.notes)
-    assert any("r.jsonl:3: not a JSON object" in n for n in table.notes)
+    path.write_bytes(lines[0] + b"\n" + lines[1] + b"\n" + lines[2] + b"\n" + b'{"id": "torn", "samp')
+    assert load_results(path).num_problems == 3  # a killed run's torn last line
+    path.write_bytes(lines[0] + b"\n" + b'{"id": "torn", "samp\n' + lines[1] + b"\n")
+    with pytest.raises(ValueError, match="r.jsonl:2: invalid results line, not JSON"):
+        load_results(path)
+    path.write_bytes(lines[0] + b"\n[1, 2]\n")
+    with pytest.raises(ValueError, match="r.jsonl:2: not a results line"):
+        load_results(path)
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text('{"id": "a", "problem": "1+1?", "answer": "2"}\n')
+    with pytest.raises(ValueError, match="problems.jsonl:1: not a results line: it has no samples, aggregations"):
+        load_results(problems)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_results(tmp_path / "missing.jsonl")
 

@@ -1,13 +1,17 @@
 """`tts view`: the page's data, its file and server, and the page itself in headless chromium.
 
 The browser tests open pages written from real runs of the embedded default (fixed, beam search, adaptive N on
-bundled problems), click into problems and check what they show; any console error fails them. They need Debian's
-chromium and chromium-driver (`bash scripts/install.sh test` installs both) and selenium (the `test` extra), and
-skip, saying which is missing, only when one is absent.
+bundled problems), click into problems and check what they show; any console error fails them. A strategy
+registered only here, with a block view of its own, and one no registry knows, check that a strategy's block is drawn
+from what it declares and never from a built-in's name. They need Debian's chromium and chromium-driver
+(`bash scripts/install.sh test` installs both) and selenium (the `test` extra), and skip, saying which is missing,
+only when one is absent.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 import threading
 import urllib.request
@@ -19,6 +23,8 @@ from click.testing import CliRunner
 
 from tts_engine.eval.synthetic import synthetic_records
 from tts_engine.eval.view import build_payload, data_json, load_run, make_server, page_html, view
+from tts_engine.strategies import registry
+from tts_engine.strategies.registry import BlockView, register_strategy, strategy_entry
 
 
 def write_jsonl(path: Path, records) -> Path:
@@ -63,6 +69,36 @@ def test_the_payload_reuses_the_curves_summary_and_reliability(tmp_path):
     assert {"likelihood", "verifier_yes_no"} <= kinds
     assert all(len(line["bins"]) == 10 for line in run["reliability"])
     assert "prompt" not in run["problems"][0] and "run" not in run["problems"][0]
+
+
+def test_each_run_carries_its_strategys_declared_view(tmp_path, toy_strategy):
+    def run_of(strategy, **blocks):
+        records = _voted(synthetic_records(2, 4))
+        for r in records:
+            r["run"] = {**r["run"], "strategy": strategy}
+            r.update(blocks)
+        return build_payload([write_jsonl(tmp_path / f"{strategy}.jsonl", records)], num_subsets=10)["runs"][0]
+
+    deepconf = run_of("deepconf", deepconf={"stopped_because": "consensus", "n_used": 4, "confidences": [0.5]})
+    assert deepconf["view"] == dataclasses.asdict(strategy_entry("deepconf").view)
+    assert deepconf["blocks"] == ["deepconf"] and deepconf["facts"]["stopped because"] == {"consensus": 2}
+    particle = run_of("particle", search={"nodes": [{"id": 0}, {"id": 1}], "rounds": 1})
+    assert particle["view"]["kind"] == "tree" and particle["facts"]["mean tree nodes"] == 2
+    fixed = run_of("fixed")
+    assert fixed["view"] is None and fixed["blocks"] == []
+    toy = run_of("toy", toy={"stopped_because": "confident", "confidences": [0.2]})
+    assert toy["view"]["title"] == "Toy rounds" and toy["blocks"] == ["toy"]
+    unknown = run_of("mystery", mystery={"stopped_because": "x"})
+    assert unknown["view"] is None and unknown["blocks"] == ["mystery"]
+
+
+def test_the_page_script_names_no_strategy():
+    """The page draws a strategy's block from its declaration only: no built-in's name or block key in its script."""
+    script = (Path(__file__).parents[1] / "eval" / "view_page" / "view.js").read_text().lower()
+    for name in ("adaptive", "deepconf", "beam", "dvts", "particle"):
+        assert name not in script, name
+    words = set(re.findall(r"[\w-]*search[\w-]*", script))
+    assert words <= {"search", "_search", "searchtext", "search-box"}, words  # the page's search box only
 
 
 def test_a_run_without_references_has_no_curves_but_a_page(tmp_path):
@@ -282,6 +318,7 @@ def test_a_beam_problem_shows_its_search_tree(browser, page, runs):
     browser.find_element("css selector", "#run-select option[value='1']").click()
     wait_for(browser, "tr.problem-row")[0].click()
     summary = wait_for(browser, "#tree-summary")[0]
+    assert browser.find_element("css selector", "#tree-section h2").text == strategy_entry("beam").view.title
     nodes = records[0]["search"]["nodes"]
     assert int(summary.get_attribute("data-nodes")) == len(nodes)
     assert len(browser.find_elements("css selector", "#tree-svg .tree-node")) == len(nodes)
@@ -295,12 +332,85 @@ def test_a_beam_problem_shows_its_search_tree(browser, page, runs):
 def test_an_adaptive_problem_shows_its_waves_and_when_it_stopped(browser, page, runs):
     records = load_run(runs["adaptive"])
     open_page(browser, page, "p/2/0")
-    facts = wait_for(browser, "#adaptive-facts")[0].text
+    facts = wait_for(browser, "#block-facts")[0].text
     block = records[0]["adaptive"]
     assert block["stopped_because"] in facts
-    waves = browser.find_elements("css selector", "#waves-table tbody tr")
+    section = browser.find_element("id", "rounds-section")
+    assert section.get_attribute("data-key") == "adaptive"
+    assert section.find_element("tag name", "h2").text == strategy_entry("adaptive-n").view.title
+    waves = browser.find_elements("css selector", "#rounds-table tbody tr")
     assert len(waves) == len(block["confidences"])
+    assert [w.find_element("tag name", "td").text for w in waves][:2] == ["wave 1", "wave 2"][: len(waves)]
+    assert f"stop at {block['tau']}" in section.text
     assert "wave 1" in browser.find_element("css selector", "#samples .sample").text
+    assert console_errors(browser) == []
+
+
+TOY_VIEW = BlockView(
+    "toy",
+    "rounds",
+    "Toy rounds",
+    signal="toy signal",
+    round_label="toy {i} at {budget}",
+    first_round="toy warm-up",
+    threshold="level",
+    wave="batch",
+    warmup="first",
+)
+
+
+@pytest.fixture
+def toy_strategy(monkeypatch):
+    """A strategy registered only in this test (on a copy of the registry, restored after it), declaring its own
+    block view: key "toy", kind "rounds", its own title, round labels, threshold and wave settings."""
+    monkeypatch.setattr(registry, "_STRATEGIES", dict(registry.strategies()))
+
+    def build(parts, params, config, **extra):
+        raise NotImplementedError("the page test never runs it")
+
+    register_strategy("toy", help="A test's strategy.", view=TOY_VIEW)(build)
+    return TOY_VIEW
+
+
+@needs_browser
+def test_a_registered_strategys_block_is_drawn_from_its_declaration(browser, tmp_path, toy_strategy):
+    """A strategy only this test registers gets its rounds section (title, round labels, threshold, sample labels)
+    from its BlockView; a strategy no registry knows still shows its samples, votes and its block as plain keys."""
+    toy = _voted(synthetic_records(2, 6, seed=1))
+    for r in toy:
+        r["run"] = {**r["run"], "strategy": "toy", "toy": {"level": 0.8, "batch": 2, "first": 2, "budgets": [10, 20]}}
+        r["toy"] = {"stopped_because": "confident", "n_used": 6, "confidences": [0.2, 0.5, 0.9]}
+    mystery = _voted(synthetic_records(2, 3, seed=2))
+    for r in mystery:
+        r["run"] = {**r["run"], "strategy": "mystery"}
+        r["mystery"] = {"stopped_because": "luck", "pieces": [1, 2]}
+    out = tmp_path / "toy.html"
+    files = [str(write_jsonl(tmp_path / "toy.jsonl", toy)), str(write_jsonl(tmp_path / "mystery.jsonl", mystery))]
+    result = CliRunner().invoke(view, files + ["--out", str(out), "--subsets", "10"])
+    assert result.exit_code == 0, result.output
+
+    open_page(browser, out, "overview")
+    assert "confident" in browser.find_element("css selector", ".run-card").text  # the run's stop reasons
+    open_page(browser, out, "p/0/0")
+    section = wait_for(browser, "#rounds-section")[0]
+    assert section.get_attribute("data-key") == "toy" and section.find_element("tag name", "h2").text == "Toy rounds"
+    assert "confident" in browser.find_element("id", "block-facts").text
+    labels = [row.find_element("tag name", "td").text for row in section.find_elements("css selector", "tbody tr")]
+    assert labels == ["toy warm-up", "toy 1 at 10", "toy 2 at 20"]
+    assert "stop at 0.8" in section.text and "toy signal" in section.text
+    cards = browser.find_elements("css selector", "#samples .sample")
+    assert len(cards) == 6
+    assert ["toy warm-up" in c.text for c in cards] == [True, True, False, False, False, False]
+    assert "toy 1 at 10" in cards[2].text and "toy 2 at 20" in cards[5].text
+    assert console_errors(browser) == []
+
+    open_page(browser, out, "p/1/0")
+    assert len(wait_for(browser, "#samples .sample")) == 3
+    assert "majority" in browser.find_element("id", "votes-table").text
+    plain = browser.find_element("css selector", ".block-section[data-key=mystery]")
+    assert plain.get_attribute("data-kind") == "plain"
+    assert "luck" in plain.text and "pieces" in plain.text and "[1,2]" in plain.text
+    assert not browser.find_elements("id", "rounds-section") and not browser.find_elements("id", "tree-section")
     assert console_errors(browser) == []
 
 

@@ -107,6 +107,7 @@ class Engine:
         progress: bool = True,
         strict: bool = False,
         retry_failed: bool = False,
+        overwrite: bool = False,
         step_scorer: Any = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         on_progress: Callable[[Any], None] | None = None,
@@ -126,7 +127,9 @@ class Engine:
 
         A problem whose prompt does not fit the model's context, or whose rows fail even alone, is recorded with
         its `status` (no samples; not solved) and the run goes on; `strict=True` raises instead (a ValueError
-        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed. Every vote
+        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed. `out` holds one
+        experiment: resuming it with other sampling, model, verifier or strategy settings is a ValueError naming
+        them, unless `overwrite=True` replaces the file. Every vote
         carries `p_correct`, the probability that its answer is right (`tts_engine.pipeline.calibration`); with
         `abstain_below` a vote whose p_correct is below it is marked `abstained` (it counts as not answered)."""
         from .running.loop import run_plan
@@ -156,6 +159,7 @@ class Engine:
             screen=self.unfit_prompts,
             strict=strict,
             retry_failed=retry_failed,
+            overwrite=overwrite,
             settings=run,
         )
 

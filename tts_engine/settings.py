@@ -302,19 +302,26 @@ def build(
     from its keyword arguments). A bad value is a ValueError that names the option."""
     known = {f.name: f for f in dataclasses.fields(cls)}
     values = dict(defaults or {})
+    from_file: dict[str, Any] = {}
     if config_file is not None:
         from_file = read_config_file(config_file)
         unknown = sorted(set(from_file) - set(known))
         if unknown:
             raise ValueError(f"{config_file}: unknown settings {unknown}; known: {sorted(known)}")
         values.update(from_file)
-    values.update({k: v for k, v in (given or {}).items() if k in known and v is not None and v != ()})
-    for name, value in list(values.items()):
-        values[name] = _coerce(cls, known[name], value)
+    on_line = {k: v for k, v in (given or {}).items() if k in known and v is not None and v != ()}
+    values.update(on_line)
+    in_file = {k for k in from_file if k not in on_line}  # settings whose value the file gave
     try:
+        for name, value in list(values.items()):
+            values[name] = _coerce(cls, known[name], value)
         return cls(**values)
     except ValueError as err:
-        raise ValueError(_name_the_option(str(err), known)) from None
+        message = _name_the_option(str(err), known)
+        named = next(
+            (name for name in sorted(known, key=len, reverse=True) if re.search(rf"\b{name}\b", str(err))), None
+        )
+        raise ValueError(f"{config_file}: {message}" if named in in_file else message) from None
     except TypeError as err:
         raise ValueError(f"bad settings for {cls.__name__}: {err}") from None
 

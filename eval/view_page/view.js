@@ -561,9 +561,7 @@ function problemPage(r, i) {
   parts.push(
     section("Answer classes", [classesTable(run, p, sampleView)]),
     section("Votes", votesTable(run, p)));
-  if (p.search) parts.push(section("Search tree", treeSection(p), { id: "tree-section" }));
-  for (const block of ["adaptive", "deepconf"]) if (p[block]) parts.push(section(
-    block === "deepconf" ? "DeepConf waves" : "Adaptive rounds", adaptiveSection(run, p, block), { id: "adaptive-section" }));
+  parts.push(...blockSections(run, p));
   parts.push(section("Samples", [sampleControls(run, p, sampleView), samplesHolder]));
   drawSamples(run, p, sampleView);
   return el("div", { id: "problem-page" }, parts);
@@ -648,14 +646,16 @@ function drawSamples(run, p, view) {
 }
 
 function waveOf(run, p) {
-  // Sample index -> the wave that drew it, for adaptive-n and deepconf records (null otherwise).
-  const r = run.run || {};
-  if (p.adaptive && r.adaptive && r.adaptive.wave) return (j) => `wave ${Math.floor(j / r.adaptive.wave) + 1}`;
-  if (p.deepconf && r.deepconf && r.deepconf.warmup) {
-    const w = r.deepconf.warmup, t = r.deepconf.trace_wave || 1;
-    return (j) => (j < w ? "warm-up" : `wave ${Math.floor((j - w) / t) + 1}`);
-  }
-  return null;
+  // Sample index -> the label of the round that drew it, where the run's declared view names the settings saying
+  // how many samples a round draws (its `warmup` ones first, then `wave` a round); null otherwise.
+  const view = run.view;
+  if (!view || view.kind !== "rounds" || !isObject(p[view.key])) return null;
+  const count = (name) => { const v = settingOf(run, view, name); return typeof v === "number" && v > 0 ? v : 0; };
+  const warm = count(view.warmup), wave = count(view.wave);
+  if (!warm && !wave) return null;
+  const label = roundLabeller(run, view);
+  if (!warm) return (j) => label(Math.floor(j / wave));
+  return (j) => label(j < warm ? 0 : Math.floor((j - warm) / (wave || 1)) + 1);
 }
 
 function sampleCard(s, j, waves) {
@@ -720,9 +720,91 @@ function highlighted(text, answer) {
   return [text.slice(0, start), el("mark", { class: "answer", text: text.slice(start, end) }), text.slice(end)];
 }
 
-// --- search tree -------------------------------------------------------------------------------------------------
-function treeSection(p) {
-  const nodes = p.search.nodes || [];
+// --- a strategy's own block, drawn from what the strategy declares (run.view), never from its name --------------
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function blockSections(run, p) {
+  // One section per block the run's records hold (run.blocks): the declared one as its kind says ("rounds": the
+  // stop signal after each round; "tree": the tree), any other (an undeclared strategy's) as plain keys and values.
+  const view = run.view;
+  return (run.blocks || []).filter((key) => isObject(p[key])).map((key) => {
+    const block = p[key];
+    const kind = view && key === view.key && (view.kind === "rounds" || view.kind === "tree") ? view.kind : "plain";
+    const attrs = { class: "block-section", "data-key": key, "data-kind": kind };
+    if (kind === "rounds") return section(view.title, roundsSection(run, view, block), { id: "rounds-section", ...attrs });
+    if (kind === "tree") return section(view.title, treeSection(p, block), { id: "tree-section", ...attrs });
+    return section(key, [plainBlock(block)], attrs);
+  });
+}
+
+function factText(v) {
+  if (isObject(v) || Array.isArray(v)) {
+    const text = JSON.stringify(v);
+    return text.length > 400 ? text.slice(0, 400) + "…" : text;
+  }
+  return typeof v !== "number" ? String(v) : Number.isInteger(v) ? fmtBig(v) : fmt(v);
+}
+
+function plainBlock(block) {
+  return el("div", { class: "kv block-plain" }, Object.entries(block).flatMap(([k, v]) => [el("span", { text: k }),
+    el("span", { class: typeof v === "object" && v !== null ? "mono" : "", text: factText(v) })]));
+}
+
+function settingOf(run, view, name) {
+  // The run block's setting `name` of the view's block (run.run[view.key][name]); undefined when not named or absent.
+  const settings = (run.run || {})[view.key];
+  return name && isObject(settings) ? settings[name] : undefined;
+}
+
+function roundLabeller(run, view) {
+  // Round k (from 0) -> its label: `first_round` for the first where the view declares one; else `round_label` with
+  // {i} counting from 1 (from the round after first_round) and {budget} the run block's budgets[i - 1].
+  const budgets = settingOf(run, view, "budgets");
+  const template = view.round_label || "round {i}";
+  return (k) => {
+    if (view.first_round && k === 0) return view.first_round;
+    const i = view.first_round ? k : k + 1;
+    return template.replace(/\{(i|budget)\}/g, (_, name) => (name === "i" ? String(i)
+      : String((Array.isArray(budgets) ? budgets[i - 1] : undefined) ?? "?")));
+  };
+}
+
+function roundsSection(run, view, block) {
+  // The block's facts, its stop signal after each round (`confidences`) against the stop threshold (the block's own
+  // value of the declared setting, else the run block's), and one row per round with its declared label.
+  const own = view.threshold ? block[view.threshold] : undefined;
+  const threshold = typeof own === "number" ? own : settingOf(run, view, view.threshold);
+  const rows = Object.entries(block).filter(([k, v]) => k !== "confidences" && typeof v !== "object");
+  const facts = el("div", { class: "kv", id: "block-facts" }, rows.flatMap(([k, v]) => [el("span", { text: k }),
+    el("span", { text: factText(v) })]));
+  const confidences = Array.isArray(block.confidences) ? block.confidences : [];
+  const label = roundLabeller(run, view);
+  const signal = view.signal || "confidence";
+  const points = confidences.map((c, i) => ({ x: i + 1, y: c, se: 0 })).filter((pt) => typeof pt.y === "number");
+  const plot = linePlot({ series: [{ label: signal, colour: PALETTE[0], dash: "", points }], xLabel: "round",
+    yLabel: signal, logX: false, yMin: 0, yMax: 1,
+    title: `${signal} after each round; stopped: ${block.stopped_because ?? "–"}` });
+  if (typeof threshold === "number") {
+    const svgRoot = plot.querySelector("svg");
+    const H = 330, T = 24, B = 42, L = 52, W = 560, R = 14;
+    const yy = T + (1 - threshold) * (H - T - B);
+    svgRoot.append(svg("line", { x1: L, x2: W - R, y1: yy, y2: yy, stroke: "#cf222e", "stroke-dasharray": "5 4",
+      class: "threshold-line" }));
+    svgRoot.append(svg("text", { x: W - R - 4, y: yy - 4, "font-size": 11, "text-anchor": "end", fill: "#cf222e",
+      text: `stop at ${threshold}` }));
+  }
+  const list = table(["round", { text: signal, num: true }], confidences.map((c, i) => el("tr", {}, [
+    el("td", { text: label(i) }), td(c, "num")])), { id: "rounds-table" });
+  const warm = settingOf(run, view, view.warmup), wave = settingOf(run, view, view.wave);
+  const note = [warm ? `${label(0)}: ${warm} samples` : "", wave ? `${wave} samples per wave` : ""]
+    .filter(Boolean).join("; ");
+  return [facts, el("div", { class: "grid2" }, [plot, list]), el("p", { class: "note", text: note })];
+}
+
+function treeSection(p, tree) {
+  const nodes = tree.nodes || [];
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const children = new Map();
   for (const n of nodes) if (n.parent !== null && n.parent !== undefined) {
@@ -732,7 +814,7 @@ function treeSection(p) {
   const leafClass = new Map((p.samples || []).filter((s) => s.node !== undefined).map((s) => [s.node, s.answer_class]));
   const leaves = new Set(leafClass.keys());
   const kept = nodes.filter((n) => n.kept).length, finished = nodes.filter((n) => n.finished).length;
-  const rounds = p.search.rounds ?? Math.max(0, ...nodes.map((n) => n.round + 1));
+  const rounds = tree.rounds ?? Math.max(0, ...nodes.map((n) => n.round + 1));
   const pruned = nodes.filter((n) => n.parent !== null && n.parent !== undefined && !n.kept && !n.finished).length;
   const summary = el("p", { id: "tree-summary", "data-nodes": nodes.length, "data-rounds": rounds,
     text: `${nodes.length} nodes over ${rounds} rounds: ${kept} kept, ${pruned} pruned, ${finished} finished, ` +
@@ -774,7 +856,7 @@ function treeSection(p) {
     shape.addEventListener("click", () => { detail.textContent = nodeLabel(n, isRoot); });
     root.append(shape);
   }
-  const legend = el("p", { class: "note", text: "left to right: rounds (steps); filled: kept (drawn, for particles) " +
+  const legend = el("p", { class: "note", text: "left to right: rounds (steps); filled: kept (or drawn in a resampling) " +
     "or finished, hollow: pruned; square: finished; thick ring: a returned sample's leaf, in its answer class's " +
     "colour; fill: the node's score (red low, green high)" });
   return [summary, legend, el("div", { class: "tree-wrap" }, root), detail];
@@ -792,39 +874,6 @@ function nodeLabel(n, isRoot) {
   const steps = (n.step_scores || []).map((v) => fmt(v, 2)).join(" ");
   return `node ${n.id} · round ${n.round} · group ${n.group} · ${state} · score ${fmt(n.score)} · ` +
     `${n.num_tokens ?? "?"} tokens${n.lookahead ? " · lookahead" : ""}\nstep scores: ${steps}\n${n.step || ""}`;
-}
-
-// --- adaptive waves ---------------------------------------------------------------------------------------------
-function adaptiveSection(run, p, block) {
-  const a = p[block];
-  const settings = (run.run || {})[block] || {};
-  const tau = block === "deepconf" ? settings.consensus : a.tau;
-  const rows = Object.entries(a).filter(([k, v]) => k !== "confidences" && typeof v !== "object");
-  const facts = el("div", { class: "kv", id: "adaptive-facts" }, rows.flatMap(([k, v]) => [el("span", { text: k }),
-    el("span", { text: typeof v !== "number" ? String(v) : Number.isInteger(v) ? fmtBig(v) : fmt(v) })]));
-  const confidences = a.confidences || [];
-  const step = settings.wave || settings.trace_wave || null;
-  const label = (i) => {
-    if (block === "deepconf") return i === 0 ? "warm-up" : `wave ${i}`;
-    if (settings.budgets) return `budget ${settings.budgets[i] ?? "?"}`;
-    return `wave ${i + 1}`;
-  };
-  const points = confidences.map((c, i) => ({ x: i + 1, y: c, se: 0 }));
-  const plot = linePlot({ series: [{ label: block === "deepconf" ? "vote share / p_correct" : "confidence",
-    colour: PALETTE[0], dash: "", points }], xLabel: "round / wave", yLabel: "confidence", logX: false, yMin: 0, yMax: 1,
-  title: `confidence after each ${block === "deepconf" ? "wave" : "round"}; stopped: ${a.stopped_because}` });
-  if (typeof tau === "number") {
-    const svgRoot = plot.querySelector("svg");
-    const H = 330, T = 24, B = 42, L = 52, W = 560, R = 14;
-    const yy = T + (1 - tau) * (H - T - B);
-    svgRoot.append(svg("line", { x1: L, x2: W - R, y1: yy, y2: yy, stroke: "#cf222e", "stroke-dasharray": "5 4" }));
-    svgRoot.append(svg("text", { x: W - R - 4, y: yy - 4, "font-size": 11, "text-anchor": "end", fill: "#cf222e",
-      text: `stop at ${tau}` }));
-  }
-  const list = table(["round", { text: "confidence", num: true }], confidences.map((c, i) => el("tr", {}, [
-    el("td", { text: label(i) }), td(c, "num")])), { id: "waves-table" });
-  return [facts, el("div", { class: "grid2" }, [plot, list]),
-    el("p", { class: "note", text: step ? `${step} samples per wave` : "" })];
 }
 
 // --- start ------------------------------------------------------------------------------------------------------

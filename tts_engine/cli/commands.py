@@ -98,7 +98,14 @@ def solve(problems, **settings):
     click.echo(
         f"problems: {problems_path} ({len(items)}), n={entry.samples(job.params.n, job.strategy_config)}", err=True
     )
-    records = job.solve(engine, items, out=command.out, progress=not command.quiet, retry_failed=command.retry_failed)
+    records = job.solve(
+        engine,
+        items,
+        out=command.out,
+        progress=not command.quiet,
+        retry_failed=command.retry_failed,
+        overwrite=command.overwrite,
+    )
     click.echo(format_summary(summarize(records), every_row=command.all, lines=entry.summary_lines(records)))
     if command.out:
         click.echo(f"results: {command.out}", err=True)

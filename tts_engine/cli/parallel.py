@@ -180,4 +180,4 @@ def parse_launch(problems_path: str, solve_args: list[str]):
             raise ValueError(f"{flag} is set by the Ray launch itself; remove it from the solve options")
     job, command, entry = build_solve(solve.make_context("tts launch", [problems_path, *solve_args]).params)
     problems = load_problems(problems_path, limit=command.limit)
-    return Launch(job, problems, entry, command.retry_failed, command.all, command.quiet)
+    return Launch(job, problems, entry, command.retry_failed, command.all, command.quiet, command.overwrite)

@@ -37,6 +37,10 @@ def load_problems(path: str | Path, *, limit: int | None = None) -> list[Problem
     if not path.is_file():
         raise FileNotFoundError(f"problem file {str(path)!r} does not exist")
     records = list(_read_records(path))
+    if not records:
+        raise ValueError(
+            f"{path}: no problems in the file (it is empty): each line should be a JSON object with a 'problem' or 'question' field"
+        )
     problems = [_to_problem(record, where, number) for number, (where, record) in enumerate(records, 1)]
     _make_ids_unique(problems, [where for where, _ in records])
     return problems[:limit] if limit is not None else problems

@@ -104,12 +104,20 @@ class PromptConfig:
         path = Path(model_dir) / PROMPT_CONFIG_FILE if model_dir else None
         if path is None or not path.is_file():
             return cls()
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object of prompt settings, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"{path}: unknown prompt settings {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: {err}") from None
 
     def save(self, model_dir: str | Path) -> Path:
         path = Path(model_dir) / PROMPT_CONFIG_FILE

@@ -66,6 +66,7 @@ class Launch:
     retry_failed: bool = False
     every_row: bool = False
     quiet: bool = False
+    overwrite: bool = False
 
 
 # --- the actor ---------------------------------------------------------------------------------------------
@@ -286,8 +287,9 @@ class Driver:
         task.pending.pop(record["id"], None)
         if record["id"] in self.run.done:  # a retried problem that its first worker also returned
             return
-        if record.get("status", "ok") == "ok":
-            self.run_block = record.get("run", self.run_block)
+        if record.get("status", "ok") == "ok" and self.run_block.keys() == {"strategy"}:
+            self.run.same_experiment(record["run"])  # the file's earlier records were made the same way
+            self.run_block = record["run"]
         self.run.finish(record)
         task.slot.stats.problems += 1
 
@@ -448,7 +450,8 @@ def launch_on_ray(
     ray = import_ray()
     connected = connect(ray, settings.address)
     try:
-        run = Run(launch.problems, out, not launch.quiet, launch.job.run.strategy, launch.retry_failed)
+        run_block = {"strategy": launch.job.run.strategy}  # the rest comes with the actors' first record
+        run = Run(launch.problems, out, not launch.quiet, run_block, launch.retry_failed, launch.overwrite)
 
         def note(line: str) -> None:  # beside the progress bar, not through it
             with run.bar.external_write_mode():

@@ -188,3 +188,17 @@ _FIELDS = {SampleRecord: tuple(SampleRecord.__dataclass_fields__)}
 def failure_record(problem: Problem, status: str, detail: dict[str, Any]) -> ProblemRecord:
     """The record of a problem that was not solved: no samples, no answer, counted as not solved."""
     return ProblemRecord(problem, status=status, failure=detail)
+
+
+def strategy_of(record: dict[str, Any]) -> str:
+    """The strategy that wrote a results line: `run.strategy`; lines of earlier versions named it in their
+    adaptive / search block, or nowhere (fixed)."""
+    named = record.get("run", {}).get("strategy")
+    if named:
+        return named
+    if "adaptive" in record:  # which adaptive strategy wrote it: adaptive-length records where budgets stopped
+        block = record["adaptive"]
+        return block.get("strategy") or ("adaptive-length" if "budget_reached" in block else "adaptive-n")
+    if "search" in record:
+        return record["search"].get("strategy", "beam")
+    return "fixed"

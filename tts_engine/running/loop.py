@@ -9,6 +9,7 @@ leaves as its results line (JSON: written, handed to `on_record`, returned).
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -16,9 +17,9 @@ from typing import Any, Callable, Iterator, Sequence
 from ..config import RunConfig
 from ..inputs.problems import Problem
 from ..pipeline.failures import ProblemFailedError
-from ..pipeline.records import ProblemRecord, failure_record
+from ..pipeline.records import ProblemRecord, failure_record, strategy_of
 from ..strategies.plan import Plan, RoundProgress
-from .results import ResultsWriter, record_status, strategy_of
+from .results import ResultsWriter, record_status
 
 log = logging.getLogger(__name__)
 
@@ -28,42 +29,51 @@ inside a chunk)."""
 
 
 class Run:
-    """Resume from, write to and order the records of one run; draws its progress bar."""
+    """Resume from, write to and order the records of one run; draws its progress bar. A results file holds one
+    experiment: resuming it with other settings is refused (`same_experiment`)."""
 
     def __init__(
         self,
         problems: Sequence[Problem],
         out: str | Path | None,
         progress: bool,
-        strategy: str,
+        run_block: dict[str, Any],
         retry_failed: bool = False,
+        overwrite: bool = False,
     ):
         from tqdm.auto import tqdm
 
+        if overwrite and out is not None and Path(out).exists():
+            Path(out).unlink()
+        self.out = out
         self.writer = ResultsWriter(out, drop_failed=retry_failed) if out is not None else None
         self.done: dict[str, dict[str, Any]] = dict(self.writer.existing) if self.writer else {}
         self.todo = [p for p in problems if p.id not in self.done]
         if self.done:
+            self.same_experiment(run_block)
             log.info("resuming %s: %d of %d problems already done", out, len(problems) - len(self.todo), len(problems))
             failed = sum(record_status(r) != "ok" for r in self.done.values())
             if failed:
                 log.info("%s: %d recorded failures count as done (--retry-failed redoes them)", out, failed)
-            other = [i for i, r in self.done.items() if strategy_of(r) != strategy]
-            if other:
-                log.warning(
-                    "%s: %d records (e.g. %r) were not written by %s; they are kept as they are",
-                    out,
-                    len(other),
-                    other[0],
-                    strategy,
-                )
         self.bar = tqdm(
             total=len(problems),
             initial=len(problems) - len(self.todo),
-            desc=strategy,
+            desc=run_block["strategy"],
             unit="problem",
             disable=not progress,
         )
+
+    def same_experiment(self, run_block: dict[str, Any]) -> None:
+        """A ValueError naming the settings that differ when the file's records were written with other settings
+        than `run_block` (sampling, model, backend, verifier, grading, strategy and its settings)."""
+        for record in self.done.values():
+            differ = settings_that_differ(record.get("run") or {"strategy": strategy_of(record)}, run_block)
+            if differ:
+                raise ValueError(
+                    f"{self.out} holds a run with other settings ({', '.join(differ)}): a results file is one "
+                    "experiment; write to another --out, or pass --overwrite to replace it"
+                )
+
 
     def finish(self, record: dict[str, Any]) -> None:
         """Keep, write and count one results line."""
@@ -81,6 +91,21 @@ class Run:
         """Records in input order (problems missing from the run left out)."""
         return [self.done[p.id] for p in problems if p.id in self.done]
 
+
+NOT_THE_EXPERIMENT = ("calibration", "abstain_below", "headline_kind")
+"""Run-block entries a resumed run may change: how answers are calibrated and marked, not how they were made."""
+
+
+def settings_that_differ(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """ "name old -> new" for every run-block setting both blocks hold with different values (a block of an earlier
+    version may lack a setting: it is not compared)."""
+    keys = [k for k in now if k in before and k not in NOT_THE_EXPERIMENT]
+    return [f"{k} {_shown(before[k])} -> {_shown(now[k])}" for k in keys if before[k] != now[k]]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 def results_line(record: ProblemRecord, run_block: dict[str, Any], settings: RunConfig | None = None) -> dict[str, Any]:
     """A record as it leaves for the results file: the one place it gets its run block and abstention."""
@@ -107,6 +132,7 @@ def run_plan(
     screen: Callable[[Sequence[Problem]], list[ProblemFailedError]] | None = None,
     strict: bool = False,
     retry_failed: bool = False,
+    overwrite: bool = False,
     settings: RunConfig | None = None,
 ) -> list[dict[str, Any]]:
     """Drive `plan` over the problems not yet in `out`, chunk by chunk; results lines in input order. `run_block` is
@@ -116,8 +142,9 @@ def run_plan(
     the problems still open (strategies that work in rounds). A problem that fails (`screen` finds its prompt too
     long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status and the
     rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError). `retry_failed`
-    solves again the problems `out` holds as failed; `settings` (the run's) say when a vote abstains."""
-    run = Run(problems, out, progress, run_block["strategy"], retry_failed)
+    solves again the problems `out` holds as failed; a file written with other settings is refused, unless
+    `overwrite` replaces it; `settings` (the run's) say when a vote abstains."""
+    run = Run(problems, out, progress, run_block, retry_failed, overwrite)
 
     def finish(record: ProblemRecord) -> None:
         line = results_line(record, run_block, settings)

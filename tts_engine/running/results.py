@@ -35,7 +35,20 @@ def numbered_results(path: str | Path) -> Iterator[tuple[int, Any]]:
             raise ValueError(
                 f"{path}:{lineno}: invalid results line, not JSON ({err}): is this a results file of `tts solve`?"
             ) from None
-        yield lineno, upgrade_record(record) if isinstance(record, dict) else record
+        yield lineno, check_line(path, lineno, upgrade_record(record) if isinstance(record, dict) else record)
+
+
+RESULTS_KEYS = ("id", "samples", "aggregations")
+"""What every results line holds, solved or failed (a problems file's lines hold none of the last two)."""
+
+
+def check_line(path: Path, lineno: int, record: Any) -> dict[str, Any]:
+    """`record` when it is a results line; a ValueError naming the file and line otherwise."""
+    missing = [key for key in RESULTS_KEYS if not isinstance(record, dict) or key not in record]
+    if missing:
+        hint = " (a problems file? results files are what `tts solve --out` writes)" if "samples" in missing else ""
+        raise ValueError(f"{path}:{lineno}: not a results line: it has no {', '.join(missing)}{hint}")
+    return record
 
 
 def upgrade_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -53,18 +66,6 @@ fit the model's context, or its rows failed even alone (out of memory, a server 
 def record_status(record: dict[str, Any]) -> str:
     """A record's status; records written before statuses existed were all solved."""
     return record.get("status", "ok")
-
-
-def strategy_of(record: dict[str, Any]) -> str:
-    """The strategy that wrote a results line: `run.strategy`; lines of earlier versions named it in their
-    adaptive / search block, or nowhere (fixed)."""
-    named = record.get("run", {}).get("strategy")
-    if named:
-        return named
-    for block in ("adaptive", "search"):
-        if block in record:
-            return record[block].get("strategy", block)
-    return "fixed"
 
 
 class ResultsWriter:

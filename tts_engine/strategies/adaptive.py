@@ -26,7 +26,7 @@ from ..backends.base import Sample
 from ..inputs.problems import Problem
 from ..params import SamplingParams
 from ..pipeline.aggregate import aggregation_keys, headline_vote
-from ..pipeline.records import ProblemRecord, StrategyBlock
+from ..pipeline.records import ProblemRecord, StrategyBlock, strategy_of
 from ..settings import check_int, is_int, setting
 from .parts import Parts
 from .plan import RoundProgress
@@ -173,7 +173,7 @@ def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
     blocks = [(r["run"].get("strategy"), r["adaptive"]) for r in records if "adaptive" in r]
     if not blocks:
         return []
-    strategy, first = blocks[0][0] or first_strategy(blocks[0][1]), blocks[0][1]
+    strategy, first = strategy_of(next(r for r in records if "adaptive" in r)), blocks[0][1]
     reasons = Counter(b["stopped_because"] for _, b in blocks)
     spent = sum(b["tokens_spent"] for _, b in blocks) / len(blocks)
     if "budget_reached" in first:
@@ -204,11 +204,6 @@ def _n_by_verdict(records: Sequence[dict[str, Any]]) -> str:
     text = {True: "where the verifier accepted a sample", False: "where it rejected every one"}
     parts = [f"{text[key]}: {sum(v) / len(v):.1f} ({len(v)} problems)" for key, v in groups.items() if v]
     return f" ({'; '.join(parts)})"
-
-
-def first_strategy(block: dict[str, Any]) -> str:
-    """The strategy of an adaptive block written before records named it in run.strategy."""
-    return block.get("strategy") or ("adaptive-length" if "budget_reached" in block else "adaptive-n")
 
 
 def _max_n(n: int, config: AdaptiveConfig) -> int:

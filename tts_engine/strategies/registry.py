@@ -17,6 +17,7 @@ name declared anywhere else fails at registration, naming both strategies.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -194,10 +195,29 @@ def strategies() -> dict[str, StrategyEntry]:
 
 
 def strategy_entry(name: str) -> StrategyEntry:
+    """The registered strategy `name`; a ValueError listing the known ones (and the closest) otherwise."""
     known = strategies()
     if name not in known:
-        raise ValueError(f"strategy must be one of {sorted(known)}, got {name!r}")
+        close = difflib.get_close_matches(str(name), list(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"strategy must be one of {sorted(known)}, got {name!r}{hint}")
     return known[name]
+
+
+def owners(setting: str) -> list[str]:
+    """The strategies whose settings include field `setting`."""
+    return [e.name for e in strategies().values() if e.config_type and setting in _field_names(e.config_type)]
+
+
+def foreign_settings(strategy: str, given: dict[str, Any]) -> dict[str, list[str]]:
+    """The given strategy settings (names of any strategy's fields, with a value) that `strategy` does not take,
+    each with the strategies that do."""
+    mine = _field_names(strategy_entry(strategy).config_type) if strategy_entry(strategy).config_type else set()
+    return {name: owners(name) for name in given if name not in mine and owners(name)}
+
+
+def _field_names(config_type: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(config_type)}
 
 
 def config_types() -> list[type]:
