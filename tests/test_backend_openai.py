@@ -310,8 +310,30 @@ def test_context_overflow_of_the_budget_is_retried_with_the_room_left(server, mo
     assert 1 <= out[0][0].num_tokens <= 6
 
 
-def test_refused_connection_is_retried_then_reported():
-    client = ob.OpenAIBackend(model=MODEL_NAME, base_url="http://127.0.0.1:9/v1", max_retries=2, backoff=0.01)
+def test_no_server_at_start_up_is_one_clear_error_at_once(monkeypatch):
+    monkeypatch.setattr(ob.time, "sleep", lambda s: pytest.fail("a refused connection at start-up is not retried"))
+    with pytest.raises(ValueError, match="no server answers at http://127.0.0.1:9/v1.*base_url"):
+        ob.OpenAIBackend(model=MODEL_NAME, base_url="http://127.0.0.1:9/v1", max_retries=2, backoff=0.01)
+
+
+def test_tts_solve_with_no_server_says_so_in_one_line(monkeypatch):
+    from click.testing import CliRunner
+
+    from tts_engine.cli import main
+
+    monkeypatch.setattr(ob.time, "sleep", lambda s: pytest.fail("a refused connection at start-up is not retried"))
+    args = ["solve", "--backend", "openai", "--backend-option", "base_url=http://127.0.0.1:9/v1", "--limit", "1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: no server answers at http://127.0.0.1:9/v1 ([Errno 111] Connection refused): start it, or point the "
+        "openai backend at it (--backend-option base_url=http://HOST:PORT/v1, or OPENAI_BASE_URL)"
+    ]
+
+
+def test_a_connection_lost_mid_run_is_retried_then_reported(server):
+    client = ob.OpenAIBackend(model=MODEL_NAME, base_url=server.url, max_retries=2, backoff=0.01)
+    client.client.base_url = "http://127.0.0.1:9/v1"  # the server went away after start-up
     with pytest.raises(ob.ServerError, match="failed after 3 attempts: connection failed"):
         client.generate(["x"], SamplingParams(max_new_tokens=2))
 

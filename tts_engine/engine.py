@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from .config import EngineConfig, RunConfig
 from .inputs.problems import Problem
 from .inputs.prompts import PromptConfig, Prompts
-from .params import SamplingParams
+from .params import SOLVE_DEFAULTS, SamplingParams
 from .pipeline.build import Pipeline
 from .pipeline.calibration import find_calibration
 from .strategies.parts import Parts
@@ -34,7 +34,7 @@ class Engine:
             raise TypeError("Engine takes a config or a model and settings, not both")
         c = self.config = config if config is not None else EngineConfig.of(model, **settings)
         self.model_path, self.model_label = resolve_model(c.model)
-        self.backend = make_backend(c.backend, self.model_path, **(c.backend_options or {}))
+        backend = make_backend(c.backend, self.model_path, **(c.backend_options or {}))
         self.prompt_config = c.prompt_config or PromptConfig.load(self.model_path)
         self.score_norm = c.score_norm
         self.judge = None
@@ -50,7 +50,7 @@ class Engine:
 
         self.verifier, self.verifier_name = build_verifier(
             c.verifier,
-            self.backend,
+            backend,
             self.prompt_config,
             verifier_model=c.verifier_model,
             make_backend=verifier_backend,
@@ -59,17 +59,26 @@ class Engine:
         )
         self.verifier_backend = made[0] if made else None
         self.calibration = find_calibration(c.calibration, [c.verifier_model, self.model_path], self.headline_kind)
-        self.parts = self._parts()
+        self.parts = self._parts(backend)
 
-    def _parts(self) -> Parts:
+    @property
+    def backend(self):
+        """The generation backend (the parts' own)."""
+        return self.parts.backend
+
+    @backend.setter
+    def backend(self, backend) -> None:
+        self.parts = replace(self.parts, backend=backend)
+
+    def _parts(self, backend) -> Parts:
         """What every strategy is built from."""
-        c, prompts = self.config, Prompts(self.prompt_config, self.backend)
-        device = str(self.backend.device) if self.backend.device is not None else None  # where a PRM loads
-        identity = {"model": self.model_label, "num_parameters": self.backend.num_parameters}
-        identity |= {"backend": self.backend.name, "verifier": self.verifier_name}
+        c, prompts = self.config, Prompts(self.prompt_config, backend)
+        device = str(backend.device) if backend.device is not None else None  # where a PRM loads
+        identity = {"model": self.model_label, "num_parameters": backend.num_parameters}
+        identity |= {"backend": backend.name, "verifier": self.verifier_name}
         identity |= {"score_norm": c.score_norm, "grader": c.grader}
         return Parts(
-            backend=self.backend,
+            backend=backend,
             pipeline=Pipeline(self.calibration, grader=c.grader, judge=self.judge),
             prompts=prompts,
             verifier=self.verifier,
@@ -177,10 +186,6 @@ class Engine:
             if num_tokens + 1 > limit:
                 failures.append(problem_failure(PromptTooLongError(i, num_tokens, limit), problems))
         return failures
-
-
-SOLVE_DEFAULTS = {"n": 16}
-"""Where `Engine.solve` (and `tts solve`) differ from `SamplingParams`' own defaults."""
 
 
 def solve_settings(

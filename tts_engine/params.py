@@ -82,3 +82,8 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+
+SOLVE_DEFAULTS = {"n": 16}
+"""Where `Engine.solve`, `tts solve` and `tts serve` differ from `SamplingParams`' own defaults (one sample per
+prompt is what a backend call is asked; a solve samples 16 per problem)."""

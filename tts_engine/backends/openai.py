@@ -233,6 +233,25 @@ class HttpClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
 
+    def reachable(self, timeout: float = 5.0) -> None:
+        """A ValueError at once when nothing listens at the base URL (connection refused, no such host): that is a
+        setting to fix, not a failure to retry. Any answer, an error status included, counts as reachable."""
+        try:
+            with urllib.request.urlopen(self.url("/v1/models"), timeout=min(timeout, self.timeout)):
+                return
+        except urllib.error.HTTPError:
+            return
+        except (TimeoutError, socket.timeout):  # something listens: a busy server may answer later
+            return
+        except (urllib.error.URLError, ConnectionError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                return
+            raise ValueError(
+                f"no server answers at {self.base_url} ({reason}): start it, or point the openai backend at it "
+                "(--backend-option base_url=http://HOST:PORT/v1, or OPENAI_BASE_URL)"
+            ) from None
+
     def url(self, path: str) -> str:
         """`path` under the server's root: the base URL without its `/v1` (vLLM's `/tokenize` lives there)."""
         return self.base_url.removesuffix("/v1") + path
@@ -353,6 +372,7 @@ class OpenAIBackend(BackendBase):
         self.tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
         self._max_model_len = max_model_len
         self._num_parameters = num_parameters
+        self.client.reachable()
 
     # --- protocol helpers -----------------------------------------------------------------------------------
     @property

@@ -1,4 +1,4 @@
-"""The `tts` command."""
+"""The `tts` command group: every command loads only when it runs, so `tts --help` imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import logging
 
 import click
 
-from ..config import EngineConfig
-from ..engine import SOLVE_DEFAULTS
-from ..params import SamplingParams
-from ..settings import OneLineErrors, options
-from .options import SAMPLING_EXCLUDE, SolveConfig, StrategyCommand, build_solve
+from ..settings import OneLineErrors
 
 LAZY_COMMANDS = {
+    "solve": ("tts_engine.cli.solve", "solve", "Solve problems with N samples, verifier scores and voting."),
     "train": ("tts_engine.training.cli", "train", "Train the shipped checkpoints: SFT, joint, recompute, Tango."),
     "calibrate": (
         "tts_engine.eval.calibrate",
@@ -30,8 +27,8 @@ LAZY_COMMANDS = {
 
 
 class LazyGroup(OneLineErrors, click.Group):
-    """Subcommands living in other packages load only when called, so `tts solve` starts fast; a bad setting
-    in any of them is a one-line error."""
+    """Subcommands load only when called (the group's help lists them from LAZY_COMMANDS), so `tts --help` and
+    `tts solve` start fast; a bad setting in any of them is a one-line error."""
 
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
@@ -44,6 +41,12 @@ class LazyGroup(OneLineErrors, click.Group):
             except (ImportError, AttributeError) as err:
                 return _unavailable(name, err)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx, formatter):
+        """The commands and their one-line help, read from LAZY_COMMANDS without importing a command."""
+        rows = [(name, LAZY_COMMANDS[name][2]) for name in sorted(LAZY_COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _unavailable(name: str, err: Exception) -> click.Command:
@@ -67,45 +70,3 @@ def main(verbose: bool) -> None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # weight-loading bars would drown the solve progress bar
-
-
-@main.command(cls=StrategyCommand)
-@click.argument("problems", required=False, type=click.Path(exists=True, dir_okay=False))
-@options(EngineConfig)
-@options(SamplingParams, exclude=SAMPLING_EXCLUDE, defaults=SOLVE_DEFAULTS)
-@options(SolveConfig)
-def solve(problems, **settings):
-    """Solve PROBLEMS (JSONL/JSON; default: the bundled set) with N samples, verifier scores and voting; each
-    strategy's settings are options too (the registry's, listed under --strategy)."""
-    from ..engine import Engine
-    from ..inputs.models import default_problems_path
-    from ..inputs.problems import load_problems
-    from ..running.summary import format_summary, summarize
-
-    job, command, entry = build_solve(settings)
-    problems_path = problems or default_problems_path()
-    items = load_problems(problems_path, limit=command.limit)
-    if command.shard:
-        from ..launch.shards import shard_problems
-
-        items = shard_problems(items, command.shard)
-    engine = Engine(config=job.engine)
-    click.get_current_context().call_on_close(engine.close)  # on success, error and Ctrl-C (stops vLLM cleanly)
-    click.echo(
-        f"model: {engine.model_label} ({engine.backend.num_parameters:,} parameters, backend {job.engine.backend})",
-        err=True,
-    )
-    click.echo(
-        f"problems: {problems_path} ({len(items)}), n={entry.samples(job.params.n, job.strategy_config)}", err=True
-    )
-    records = job.solve(
-        engine,
-        items,
-        out=command.out,
-        progress=not command.quiet,
-        retry_failed=command.retry_failed,
-        overwrite=command.overwrite,
-    )
-    click.echo(format_summary(summarize(records), every_row=command.all, lines=entry.summary_lines(records)))
-    if command.out:
-        click.echo(f"results: {command.out}", err=True)

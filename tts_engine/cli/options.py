@@ -106,8 +106,7 @@ def refuse_foreign_settings(strategy: str, settings: dict[str, Any]) -> None:
 def build_solve(settings: dict[str, Any]) -> tuple[Job, SolveConfig, Any]:
     """The parsed options of `tts solve` (click's keyword arguments): the job, the command's own settings and the
     strategy's registry entry."""
-    from ..engine import SOLVE_DEFAULTS
-    from ..params import SamplingParams
+    from ..params import SOLVE_DEFAULTS, SamplingParams
     from ..settings import build
     from ..strategies.registry import strategy_entry
 

@@ -172,8 +172,8 @@ def parse_launch(problems_path: str, solve_args: list[str]):
     the same options."""
     from ..inputs.problems import load_problems
     from ..launch.ray import Launch
-    from .commands import solve
     from .options import build_solve
+    from .solve import solve
 
     for flag in ("--out", "--shard"):
         if any(a == flag or a.startswith(flag + "=") for a in solve_args):

@@ -74,7 +74,6 @@ class Run:
                     "experiment; write to another --out, or pass --overwrite to replace it"
                 )
 
-
     def finish(self, record: dict[str, Any]) -> None:
         """Keep, write and count one results line."""
         self.done[record["id"]] = record
@@ -106,6 +105,7 @@ def settings_that_differ(before: dict[str, Any], now: dict[str, Any]) -> list[st
 def _shown(value: Any) -> str:
     text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
 
 def results_line(record: ProblemRecord, run_block: dict[str, Any], settings: RunConfig | None = None) -> dict[str, Any]:
     """A record as it leaves for the results file: the one place it gets its run block and abstention."""

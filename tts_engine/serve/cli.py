@@ -6,8 +6,7 @@ import click
 
 from ..cli.options import SAMPLING_EXCLUDE, StrategyCommand
 from ..config import EngineConfig
-from ..engine import SOLVE_DEFAULTS
-from ..params import SamplingParams
+from ..params import SOLVE_DEFAULTS, SamplingParams
 from ..settings import build, options
 from .options import ServeConfig
 
