@@ -31,7 +31,7 @@ import orjson
 from tts_engine.pipeline.aggregate import headline_vote
 from tts_engine.pipeline.metrics import auroc, reliability
 from tts_engine.pipeline.records import strategy_of
-from tts_engine.running.results import numbered_results, record_status, upgrade_record
+from tts_engine.running.results import numbered_results, record_status
 from tts_engine.running.summary import headline_rows, summarize
 from tts_engine.settings import Command, build, options, setting
 from tts_engine.strategies.registry import BlockView, strategies
@@ -129,14 +129,11 @@ def load_run(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _checked(record: Any, path: Path, number: int) -> dict[str, Any]:
-    """A record in today's words, or an error naming what it lacks."""
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}:{number}: not a results record (expected a JSON object, got {type(record).__name__})")
-    record = upgrade_record(record)
-    missing = [key for key in ("id", "samples", "aggregations", "compute") if key not in record]
-    if missing and record_status(record) == "ok":
-        raise ValueError(f"{path}:{number}: results record lacks {', '.join(missing)} (see docs/results.md)")
+def _checked(record: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
+    """A results line (the reader checked it is one) with what the page draws besides: compute and each sample's
+    text and class; an error naming what it lacks."""
+    if "compute" not in record and record_status(record) == "ok":
+        raise ValueError(f"{path}:{number}: results record lacks compute (see docs/results.md)")
     for j, sample in enumerate(record.get("samples") or []):
         if not isinstance(sample, dict) or "text" not in sample or "answer_class" not in sample:
             raise ValueError(f"{path}:{number}: sample {j} lacks text or answer_class (see docs/results.md)")
@@ -355,11 +352,25 @@ def build_payload(
     if labels and len(labels) != len(paths):
         raise ValueError(f"--label must be given once per results file ({len(paths)}), got {len(labels)}")
     labels = list(labels) or default_labels(paths)
+    loaded = [load_run(path) for path in paths]
     runs = [
-        run_payload(load_run(path), label, str(path), num_subsets=num_subsets, seed=seed, num_bins=num_bins)
-        for path, label in zip(paths, labels)
+        run_payload(records, label, str(path), num_subsets=num_subsets, seed=seed, num_bins=num_bins)
+        for records, path, label in zip(loaded, paths, labels)
     ]
-    return {"version": 1, "runs": runs}
+    return {"version": 1, "runs": runs, "shared": shared_problems(loaded, runs)}
+
+
+def shared_problems(loaded: Sequence[list[dict[str, Any]]], runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where runs side by side cover different problems: how many they share, and each run's summary over only
+    those (what the page compares them on); None where they cover the same ones (or there is one run)."""
+    ids = [{str(r["id"]) for r in records} for records in loaded]
+    if len(loaded) < 2 or all(i == ids[0] for i in ids):
+        return None
+    common = set.intersection(*ids)
+    summaries = [summarize([r for r in records if str(r["id"]) in common]) if common else None for records in loaded]
+    for run, summary in zip(runs, summaries):
+        run["shared_summary"] = _rounded(summary) if summary is not None else None
+    return {"problems": len(common), "per_run": [len(i) for i in ids]}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------

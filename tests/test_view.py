@@ -41,11 +41,14 @@ def test_a_malformed_results_file_names_the_file_and_line(tmp_path):
         load_run(bad)
     listed = tmp_path / "list.jsonl"
     listed.write_text("[1, 2]\n")
-    with pytest.raises(ValueError, match=r"list\.jsonl:1: not a results record"):
+    with pytest.raises(ValueError, match=r"list\.jsonl:1: not a results line"):
         load_run(listed)
     lacking = write_jsonl(tmp_path / "lacking.jsonl", [{"id": "a", "samples": []}])
-    with pytest.raises(ValueError, match=r"lacking\.jsonl:1: results record lacks aggregations"):
+    with pytest.raises(ValueError, match=r"lacking\.jsonl:1: not a results line: it has no aggregations"):
         load_run(lacking)
+    no_compute = write_jsonl(tmp_path / "no_compute.jsonl", [{"id": "a", "samples": [], "aggregations": {}}])
+    with pytest.raises(ValueError, match=r"no_compute\.jsonl:1: results record lacks compute"):
+        load_run(no_compute)
     result = CliRunner().invoke(view, [str(bad), "--out", str(tmp_path / "x.html")])
     assert result.exit_code != 0 and "bad.jsonl:2" in result.output
 
@@ -421,3 +424,31 @@ def test_a_page_error_is_caught(browser, tmp_path):
     broken.write_text(page_html({"runs": []}).replace('{"runs":[]}', "{broken"))
     browser.get(broken.as_uri())
     assert console_errors(browser)
+
+
+def test_runs_over_different_problems_are_compared_on_the_ones_they_share(tmp_path):
+    records = _voted(synthetic_records(6, 4, seed=1))
+    first = write_jsonl(tmp_path / "a.jsonl", records[:4])  # problems 0-3
+    second = write_jsonl(tmp_path / "b.jsonl", records[2:])  # problems 2-5
+    payload = build_payload([first, second], num_subsets=10)
+    assert payload["shared"] == {"problems": 2, "per_run": [4, 4]}
+    shared = [run["shared_summary"] for run in payload["runs"]]
+    assert [s["problems"] for s in shared] == [2, 2] and shared[0]["accuracy"] == shared[1]["accuracy"]
+    assert build_payload([first, first], num_subsets=10)["shared"] is None  # the same problems: no note
+
+
+@needs_browser
+def test_the_page_says_when_runs_cover_different_problems(browser, tmp_path):
+    records = _voted(synthetic_records(6, 4, seed=1))
+    paths = [write_jsonl(tmp_path / "a.jsonl", records[:4]), write_jsonl(tmp_path / "b.jsonl", records[2:])]
+    out = tmp_path / "view.html"
+    assert CliRunner().invoke(view, [*map(str, paths), "--out", str(out)]).exit_code == 0
+    open_page(browser, out)
+    assert (
+        "cover different problems (4, 4): the table compares them on the 2 they share"
+        in browser.find_element("id", "shared-note").text
+    )
+    open_page(browser, out, "list")
+    rows = wait_for(browser, "tr.problem-row")
+    assert "not in this run" in rows[0].text  # problem 0 of run a is not in run b
+    assert console_errors(browser) == []

@@ -69,7 +69,8 @@ function classBadge(cls, answer) {
 }
 
 function outcomeBadge(outcome) {
-  return el("span", { class: `badge ${outcome}`, text: outcome });
+  const kind = { "no vote": "no-vote", "not in this run": "absent" }[outcome] || outcome;
+  return el("span", { class: `badge ${kind}`, text: outcome });
 }
 
 function section(title, children, attrs) {
@@ -93,7 +94,7 @@ function voteOf(problem, key) {
 function outcomeOf(problem, key) {
   if (problem.status && problem.status !== "ok") return "failed";
   const vote = voteOf(problem, key);
-  if (!vote) return "none";
+  if (!vote) return "no vote";
   if (vote.abstained) return "abstained";
   if (problem.reference === null || problem.reference === undefined || vote.correct === null) return "ungraded";
   return vote.correct ? "right" : "wrong";
@@ -196,24 +197,33 @@ function summaryTable() {
     const keys = [];
     const add = (k) => { if (!keys.includes(k)) keys.push(k); };
     for (const run of RUNS) (all.checked ? Object.keys(run.summary.accuracy) : run.headline_rows).forEach(add);
-    const rows = [["pass@1 (mean over samples)", RUNS.map((run) => run.summary["pass@1"])]]
-      .concat(keys.map((k) => [k, RUNS.map((run) => run.summary.accuracy[k])]));
+    const shared = DATA.shared;  // set when the runs cover different problems: compared on those they share
+    const summaryOf = (run) => (shared ? run.shared_summary : run.summary) || { accuracy: {} };
+    const rows = [["pass@1 (mean over samples)", RUNS.map((run) => summaryOf(run)["pass@1"])]]
+      .concat(keys.map((k) => [k, RUNS.map((run) => summaryOf(run).accuracy[k])]));
+    const comparable = RUNS.length > 1 && !(shared && shared.problems === 0);
     const body = rows.map(([name, values]) => {
-      const best = RUNS.length > 1 ? Math.max(...values.filter((v) => typeof v === "number")) : null;
+      const best = comparable ? Math.max(...values.filter((v) => typeof v === "number")) : null;
       return el("tr", {}, [el("td", { class: "mono", text: name })].concat(
         values.map((v) => td(v, "num" + (v === best ? " best" : "")))));
     });
     const counts = el("tr", {}, [el("td", { text: "problems (with a reference)" })].concat(
-      RUNS.map((run) => el("td", { class: "num", text: `${run.summary.problems} (${run.summary.graded})` }))));
+      RUNS.map((run) => el("td", { class: "num", text: `${summaryOf(run).problems ?? 0} (${summaryOf(run).graded ?? 0})` }))));
     holder.replaceChildren(table([{ text: "accuracy" }].concat(RUNS.map((run) => ({ text: run.label, num: true }))),
       [counts].concat(body), { id: "summary-table" }));
   };
   all.addEventListener("change", draw);
   draw();
+  const shared = DATA.shared;
+  const differ = shared ? el("p", { class: "note", id: "shared-note", text: shared.problems ?
+    `These runs cover different problems (${shared.per_run.join(", ")}): the table compares them on the ` +
+    `${shared.problems} they share; each run's card and list hold all of its own.` :
+    `These runs cover different problems (${shared.per_run.join(", ")}) and share none: they are not compared.` }) : null;
   const failures = RUNS.filter((run) => Object.keys((run.summary.failures || {}).counts || {}).length)
     .map((run) => el("p", { class: "note", text: `${run.label}: not solved, counted as wrong: ` +
       JSON.stringify(run.summary.failures.counts) }));
-  return [holder, el("label", { class: "small" }, [all, " every vote over every score kind"])].concat(failures);
+  return [differ, holder, el("label", { class: "small" }, [all, " every vote over every score kind"])]
+    .concat(failures).filter(Boolean);
 }
 
 function computeTable() {
@@ -466,7 +476,7 @@ function otherOutcomes(problem) {
   return RUNS.map((run, r) => {
     if (r === state.run) return null;
     const i = ID_INDEX[r].get(String(problem.id));
-    return i === undefined ? "none" : outcomeOf(run.problems[i], run.headline_vote);
+    return i === undefined ? "not in this run" : outcomeOf(run.problems[i], run.headline_vote);
   });
 }
 
