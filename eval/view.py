@@ -130,10 +130,11 @@ def load_run(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _checked(record: dict[str, Any], path: Path, number: int) -> dict[str, Any]:
-    """A results line (the reader checked it is one) with what the page draws besides: compute and each sample's
-    text and class; an error naming what it lacks."""
-    if "compute" not in record and record_status(record) == "ok":
-        raise ValueError(f"{path}:{number}: results record lacks compute (see docs/results.md)")
+    """A results line (the reader checked it is one) with what the page draws besides: votes, compute and each
+    sample's text and class; an error naming what it lacks."""
+    missing = [key for key in ("aggregations", "compute") if key not in record]
+    if missing and record_status(record) == "ok":
+        raise ValueError(f"{path}:{number}: results record lacks {', '.join(missing)} (see docs/results.md)")
     for j, sample in enumerate(record.get("samples") or []):
         if not isinstance(sample, dict) or "text" not in sample or "answer_class" not in sample:
             raise ValueError(f"{path}:{number}: sample {j} lacks text or answer_class (see docs/results.md)")

@@ -3,10 +3,10 @@
 import pytest
 
 from tts_engine.answers import TINYV_PROMPT, LLMJudge, grade_answers, parse_verdict
-from tts_engine.backends.base import Sample
+from tts_engine.backends.base import BackendBase, Sample
 
 
-class FakeBackend:
+class FakeBackend(BackendBase):
     """Replies from a function of the prompt; records every generate call."""
 
     name = "fake"

@@ -95,7 +95,7 @@ def test_resume_generates_only_missing_problems(engine, problems_file, tmp_path)
 
 def test_results_reader_rejects_a_bad_middle_line(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_bytes(b'{"id": "a"}\nnot json\n{"id": "b"}\n')
+    path.write_bytes(b'{"id": "a", "samples": []}\nnot json\n{"id": "b", "samples": []}\n')
     with pytest.raises(ValueError, match=r"r\.jsonl:2: invalid results line"):
         list(read_results(path))
     with ResultsWriter(tmp_path / "new" / "x.jsonl") as writer:

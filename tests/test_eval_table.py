@@ -37,7 +37,7 @@ def test_load_names_the_file_and_line_of_a_bad_line_and_skips_only_a_torn_last_o
         load_results(path)
     problems = tmp_path / "problems.jsonl"
     problems.write_text('{"id": "a", "problem": "1+1?", "answer": "2"}\n')
-    with pytest.raises(ValueError, match="problems.jsonl:1: not a results line: it has no samples, aggregations"):
+    with pytest.raises(ValueError, match="problems.jsonl:1: not a results line: it has no samples"):
         load_results(problems)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_results(tmp_path / "missing.jsonl")

@@ -84,7 +84,7 @@ def test_an_empty_problems_file_is_an_error(tmp_path):
 
 def test_results_readers_name_the_file_and_line_of_a_problems_file(problems, tmp_path):
     line = error_line(tts("curve", str(problems), "--out-dir", str(tmp_path / "c")))
-    assert f"{problems}:1: not a results line: it has no samples, aggregations" in line
+    assert f"{problems}:1: not a results line: it has no samples (a problems file?" in line
     line = error_line(tts("view", str(problems), "--out", str(tmp_path / "v.html")))
     assert f"{problems}:1: not a results line" in line
 

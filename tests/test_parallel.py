@@ -46,7 +46,7 @@ def test_shards_partition_the_problems(count):
 
 
 def write_shard(path, ids, tag="a", torn=False):
-    lines = [orjson.dumps({"id": i, "tag": tag}) for i in ids]
+    lines = [orjson.dumps({"id": i, "tag": tag, "samples": []}) for i in ids]
     data = b"\n".join(lines) + b"\n"
     if torn:
         data += b'{"id": "x'

@@ -1,5 +1,6 @@
 import pytest
 
+from tts_engine.backends.base import BackendBase
 from tts_engine.inputs.prompts import PromptConfig, build_prompt, build_verify_prompt
 from tts_engine.params import SamplingParams
 
@@ -32,7 +33,7 @@ def test_prompt_config_round_trip_and_templates(tmp_path):
         PromptConfig(template="no placeholder")
 
 
-class ChatBackend:
+class ChatBackend(BackendBase):
     """A backend whose tokenizer has a chat template (Qwen-style turns)."""
 
     def apply_chat_template(self, messages):

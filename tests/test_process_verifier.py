@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tts_engine.backends.base import Sample
+from tts_engine.backends.base import BackendBase, Sample
 from tts_engine.inputs.tiny import build_char_tokenizer
 from tts_engine.verifiers.process import ProcessVerifier, parse_verification, render_verification, verdict_prefix
 from tts_engine.verifiers.steps import reduce_steps
@@ -70,7 +70,7 @@ def test_step_reductions():
 LOG_06, LOG_02 = math.log(0.6), math.log(0.2)
 
 
-class FakeBackend:
+class FakeBackend(BackendBase):
     """Char tokenizer; generate returns fixed texts with each token's probability 0.8; P(Yes) vs P(No) fixed."""
 
     name = "fake"
@@ -298,15 +298,6 @@ def test_path_step_scorer_reads_each_new_step_once():
     boxed_check = "q\n28*4=112\n112-18=94\n\\boxed{94}<|endoftext|>Again.\n"
     assert backend.continuation_queries[-1] == (boxed_check + "28*4=112\n112-18=94\n", "answer")
     assert boxed.scores[2] == pytest.approx(math.exp(-0.1))  # agrees: only whether the re-solve ends there is read
-
-
-def test_resolving_verifier_needs_a_backend_that_scores_continuations():
-    from tts_engine.inputs.prompts import PromptConfig
-    from tts_engine.verifiers import make_verifier
-
-    config = PromptConfig(use_chat_template=False, verify_form="check", check_answer_score=True)
-    with pytest.raises(ValueError, match="scores continuations"):
-        make_verifier(FakeBackend([]), config)
 
 
 class ResolveBackend(ContinuationBackend):

@@ -147,7 +147,10 @@ class FakeActor:
 
 class FakeRun:
     def __init__(self):
-        self.done, self.written = {}, []
+        self.done, self.written, self.checked = {}, [], []
+
+    def same_experiment(self, run_block):
+        self.checked.append(run_block)
 
     def finish(self, record):
         self.done[record["id"]] = record
@@ -165,6 +168,7 @@ def test_a_dead_workers_chunk_is_retried_and_a_poison_problem_fails_alone():
     failed = [r for r in run.written if r["status"] != "ok"]
     assert [r["id"] for r in failed] == ["p3"] and "died 2 times" in failed[0]["failure"]["reason"]
     assert failed[0]["run"] == {"strategy": "fixed", "n": 2}  # the run block of the run's records
+    assert run.checked == [{"strategy": "fixed", "n": 2}]  # the file checked once against the actors' settings
     assert driver.deaths == {"p3": MAX_WORKER_DEATHS}
     assert sum(w.died for w in driver.stats()) == MAX_WORKER_DEATHS  # each death replaced its actor
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from tts_engine.backends.base import BackendBase
 from tts_engine.tasks.arith.recompute import (
     RECOMPUTE_REQUEST,
     RecomputeVerifier,
@@ -47,7 +48,7 @@ def test_a_solution_is_transcribed_line_by_line_then_its_answer():
     assert odd.lines == ("820*400=211", "what now") and odd.answer_line == "answer x+1" and odd.steps[1] is None
 
 
-class TokenBackend:
+class TokenBackend(BackendBase):
     """Character tokens; log P of a continuation token = -1 for "9", -0.01 for any other (so a line's score
     says how many nines it has)."""
 
@@ -106,12 +107,6 @@ def test_a_checkpoint_with_the_recompute_form_gets_this_verifier():
     from tts_engine.verifiers import make_verifier
 
     assert isinstance(make_verifier(TokenBackend(), config()), RecomputeVerifier)
-
-    class NoContinuations:
-        name = "bare"
-
-    with pytest.raises(ValueError, match="scores continuations"):
-        RecomputeVerifier(NoContinuations(), config())
     with pytest.raises(ValueError, match=r"writes nothing: \['check_samples', 'check_temperature'\]"):
         RecomputeVerifier(TokenBackend(), replace(config(), check_samples=4, check_temperature=1.0))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tts_engine.backends.base import Sample
+from tts_engine.backends.base import BackendBase, Sample
 from tts_engine.backends.sampling import row_seed
 from tts_engine.engine import Engine
 from tts_engine.inputs.problems import Problem
@@ -18,7 +18,7 @@ PROBLEMS = [Problem(id=f"p{i}", text=f"Problem {i}.", reference="1") for i in ra
 DELIM = "\n\n"
 
 
-class ScriptedBackend:
+class ScriptedBackend(BackendBase):
     """Steps 's<k>v<d>' (d from the row seed) until `depth` steps, then '\\boxed{d % 3}' and end of sequence;
     without a stop string (the last round) it writes the whole rest of the solution."""
 
@@ -60,6 +60,7 @@ class DigitScorer:
     """Step 's<k>v<d>' scores d / 10; an answer step scores 0.5. Records every batch it is asked."""
 
     name = "digits"
+    reduction = "last"
 
     def __init__(self):
         self.batches = []
@@ -305,10 +306,10 @@ def test_shipped_model_with_its_unified_verifier(strategy, tmp_path, default_mod
 
 def test_step_reduction_defaults_to_the_scorers_own():
     class Plain:
-        pass
+        reduction = "last"
 
     class Path:
-        aggregation = "prod"
+        reduction = "prod"
 
     unset = SearchConfig()
     assert unset.for_scorer(Path()).step_reduction == "prod" and unset.for_scorer(Plain()).step_reduction == "last"

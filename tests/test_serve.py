@@ -343,5 +343,7 @@ def test_stream_of_an_adaptive_request_reports_each_round(client, problems):
     rounds = [e for e in events if e["stage"] == "round"]
     answered = [e for e in events if e["stage"] == "answered"]
     assert [(e["problem"], e["samples_done"]) for e in rounds] == [(0, 4)]  # after the first wave, still open
-    assert 0.0 < rounds[0]["confidence"] < 1.0 and rounds[0]["leader"] is not None
+    assert rounds[0]["leader"] is not None
+    for event in (rounds[0], answered[0]):  # one meaning per word: p_correct the probability, confidence the share
+        assert 0.0 < event["p_correct"] < 1.0 and 0.0 < event["confidence"] <= 1.0
     assert len(answered) == 1 and answered[0]["samples_done"] == 8

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from tts_engine.config import RunConfig
 from tts_engine.params import SamplingParams  # noqa: E402
 from tts_engine.serve.batcher import Batcher, Job  # noqa: E402
 from tts_engine.serve.responses import problem_choices, usage  # noqa: E402
@@ -80,7 +81,7 @@ def _defaults(**changes) -> Defaults:
     entries = {name: strategies()[name] for name in ("fixed", "adaptive-n", "beam")}
     values = dict(
         model_name="m",
-        strategy="fixed",
+        run=RunConfig("fixed"),
         params=SamplingParams(n=4, max_new_tokens=32),
         aggregation="weighted",
         score_kind={name: "likelihood" for name in entries},
@@ -210,7 +211,7 @@ def test_stop_strings_and_strategy_settings_are_part_of_the_batch_key():
         _defaults(),
     )
     b = parse_request({"model": "adaptive-n:m", "prompt": "x", "tts": {"tau": 0.9}}, "completion", _defaults())
-    assert a.strategy == b.strategy == "adaptive-n" and a.config.tau == 0.5 and b.config.tau == 0.9
+    assert a.run.strategy == b.run.strategy == "adaptive-n" and a.config.tau == 0.5 and b.config.tau == 0.9
     assert a.batch_key != b.batch_key
     assert a.rows_per_problem == AdaptiveConfig().max_n  # adaptive-n grows to max_n samples
 
@@ -277,7 +278,7 @@ def test_null_fields_take_the_defaults():
         seed=None, temperature=None, n=None, tts={"n": None, "strategy": None, "return_candidates": None}
     )
     params = request.params
-    assert (params.seed, params.temperature, request.answers, params.n, request.strategy) == (0, 1.0, 1, 4, "fixed")
+    assert (params.seed, params.temperature, request.answers, params.n, request.run.strategy) == (0, 1.0, 1, 4, "fixed")
 
 
 def test_server_wide_solve_settings_reach_every_engine_call():

@@ -167,7 +167,7 @@ def test_every_command_rejects_a_bad_value_in_one_line(malformed_problems, tmp_p
     assert "problems.jsonl:2" in _one_line_error(
         ["bench", "--out-dir", str(tmp_path / "b"), "--problems", str(malformed_problems)]
     )
-    assert "not a results file" in _one_line_error(
+    assert "not a results line" in _one_line_error(
         ["merge", str(malformed_problems), "--out", str(tmp_path / "m.jsonl")]
     )
 

@@ -44,7 +44,7 @@ def test_a_malformed_results_file_names_the_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r"list\.jsonl:1: not a results line"):
         load_run(listed)
     lacking = write_jsonl(tmp_path / "lacking.jsonl", [{"id": "a", "samples": []}])
-    with pytest.raises(ValueError, match=r"lacking\.jsonl:1: not a results line: it has no aggregations"):
+    with pytest.raises(ValueError, match=r"lacking\.jsonl:1: results record lacks aggregations, compute"):
         load_run(lacking)
     no_compute = write_jsonl(tmp_path / "no_compute.jsonl", [{"id": "a", "samples": [], "aggregations": {}}])
     with pytest.raises(ValueError, match=r"no_compute\.jsonl:1: results record lacks compute"):

@@ -38,15 +38,15 @@ def numbered_results(path: str | Path) -> Iterator[tuple[int, Any]]:
         yield lineno, check_line(path, lineno, upgrade_record(record) if isinstance(record, dict) else record)
 
 
-RESULTS_KEYS = ("id", "samples", "aggregations")
-"""What every results line holds, solved or failed (a problems file's lines hold none of the last two)."""
+RESULTS_KEYS = ("id", "samples")
+"""What every results line holds, solved or failed (a problems file's lines have no samples)."""
 
 
 def check_line(path: Path, lineno: int, record: Any) -> dict[str, Any]:
     """`record` when it is a results line; a ValueError naming the file and line otherwise."""
     missing = [key for key in RESULTS_KEYS if not isinstance(record, dict) or key not in record]
     if missing:
-        hint = " (a problems file? results files are what `tts solve --out` writes)" if "samples" in missing else ""
+        hint = " (a problems file? results files are what `tts solve --out` writes)"
         raise ValueError(f"{path}:{lineno}: not a results line: it has no {', '.join(missing)}{hint}")
     return record
 

@@ -181,7 +181,8 @@ def progress_chunk(ids: ResponseIds, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_progress(problem: int, record: dict[str, Any], request: SolveRequest) -> dict[str, Any]:
-    """The progress event of a finished problem: samples done and the current leader with its confidence."""
+    """The progress event of a finished problem: samples done, the leader, its p_correct (the probability that it
+    is right) and its confidence (its share of the vote), as the `round` events say them."""
     order, totals, _ = ranked_classes(record, request.vote)
     total = sum(totals)
     leader = order[0] if order else None
@@ -191,6 +192,7 @@ def record_progress(problem: int, record: dict[str, Any], request: SolveRequest)
         "problem": problem,
         "samples_done": len(record["samples"]),
         "leader": record["classes"][leader]["answer"] if leader is not None else None,
+        "p_correct": record["classes"][leader].get("p_correct", 0.0) if leader is not None else 0.0,
         "confidence": round(totals[leader] / total, 6) if leader is not None and total > 0 else 0.0,
     }
 
