@@ -18,11 +18,12 @@ from typing import Any, Sequence
 import click
 
 from tts_engine.pipeline.aggregate import headline_vote
-from tts_engine.pipeline.calibration import VOTES_ONLY, Calibration, answer_examples, fit_logistic
+from tts_engine.pipeline.calibration import FIXED, VOTES_ONLY, Calibration, answer_examples, fit_logistic
 from tts_engine.pipeline.metrics import answer_metrics, reliability
-from tts_engine.pipeline.records import SampleRecord
+from tts_engine.pipeline.records import SampleRecord, strategy_of, voting_samples
 from tts_engine.running.results import record_status
 from tts_engine.settings import Command, build, options
+from tts_engine.strategies.registry import family_of
 
 
 @dataclass
@@ -31,6 +32,9 @@ class CalibrateConfig:
 
     kind: str | None = None
     """Score kind the fit reads (default: the runs' headline kind, e.g. verifier_recompute)."""
+    family: str | None = None
+    """Fit every record as this strategy family (default: each record's own, from its strategy): e.g. fixed runs'
+    fits labelled adaptive, to start an adaptive strategy's own fit runs from."""
     holdout: float = 0.25
     """Share of the problems held out of the fit and reported on (0: fit on all, report nothing held out)."""
     l2: float = 1.0
@@ -75,39 +79,57 @@ def headline_probabilities(records: Sequence[dict[str, Any]], calibration: Calib
         vote = record["aggregations"].get(key)
         if vote is None:
             continue
-        samples = [SampleRecord.from_json(s) for s in record["samples"]]
+        samples = voting_samples([SampleRecord.from_json(s) for s in record["samples"]])
         p.append(calibration.class_probability(samples, vote["answer_class"]))
         right.append(bool(vote["correct"]))
     return p, right
 
 
+def families(records: Sequence[dict[str, Any]], family: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The records grouped by the calibration family of the strategy that wrote them (fixed, adaptive, deepconf,
+    search, ...), in the order the families first appear; all as `family` when it is given."""
+    if family is not None:
+        return {family: list(records)} if records else {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(family_of(strategy_of(record)), []).append(record)
+    return groups
+
+
 def fit_runs(
-    records: Sequence[dict[str, Any]], kind: str | None, holdout: float, l2: float
+    records: Sequence[dict[str, Any]], kind: str | None, holdout: float, l2: float, family: str | None = None
 ) -> tuple[Calibration, list]:
-    """The calibration fitted on the records outside the held-out part, and the held-out records."""
+    """The calibration fitted on the records outside the held-out part (a fit on each family's headline kind, or
+    `kind`, and a votes-only fit, per strategy family), and the held-out records."""
     fit_part = [r for r in records if not held_out(r["id"], holdout)]
     test_part = [r for r in records if held_out(r["id"], holdout)]
     if not fit_part:
         raise ValueError(f"every one of the {len(records)} problems is held out: lower --holdout")
     fits = []
-    for fit_kind in [k for k in (kind, VOTES_ONLY) if k]:
-        examples, labels, _ = answer_examples(fit_part, fit_kind)
-        if not examples:
-            raise ValueError(
-                f"no record carries the score kind {fit_kind!r}; they carry {sorted(records[0]['samples'][0]['scores'])}"
-            )
-        fit = fit_logistic(examples, labels, fit_kind, l2=l2)
-        fit.fitted_on = {
-            "problems": len(fit_part),
-            "answers": len(labels),
-            "right": round(sum(labels) / len(labels), 4),
-        }
-        fits.append(fit)
+    for name, group in families(fit_part, family).items():
+        family_kind = kind or group[0]["run"].get("headline_kind")
+        every_prefix = family_of(strategy_of(group[0])) == FIXED  # the records' own strategy says how they stopped
+        for fit_kind in [k for k in (family_kind, VOTES_ONLY) if k]:
+            examples, labels, _ = answer_examples(group, fit_kind, every_prefix=every_prefix)
+            if not examples:
+                raise ValueError(
+                    f"no {name} record carries the score kind {fit_kind!r}; they carry "
+                    f"{sorted(group[0]['samples'][0]['scores'])}"
+                )
+            fit = fit_logistic(examples, labels, fit_kind, l2=l2)
+            fit.family = name
+            fit.fitted_on = {
+                "problems": len(group),
+                "answers": len(labels),
+                "right": round(sum(labels) / len(labels), 4),
+            }
+            fits.append(fit)
     return Calibration(fits, "tts calibrate", kind), test_part
 
 
 def report(records: Sequence[dict[str, Any]], calibration: Calibration, kind: str | None, num_bins: int) -> dict:
-    """Held-out figures of the headline vote's p_correct: fitted, uncalibrated, and the vote's confidence."""
+    """Held-out figures of the headline vote's p_correct: fitted, uncalibrated, and the vote's confidence (one
+    family's records, `calibration` for that family)."""
     key = headline_vote(kind)
     fitted, right = headline_probabilities(records, calibration, key)
     raw, _ = headline_probabilities(records, Calibration([], "uncalibrated", kind), key)
@@ -156,8 +178,7 @@ def calibrate(results, out, tests, **settings):
     is that checkpoint's default)."""
     o = build(CalibrateConfig, settings)
     records = load_labelled(results)
-    kind = o.kind or records[0]["run"].get("headline_kind")
-    calibration, test_part = fit_runs(records, kind, 0.0 if tests else o.holdout, o.l2)
+    calibration, test_part = fit_runs(records, o.kind, 0.0 if tests else o.holdout, o.l2, o.family)
     if tests:
         test_part = load_labelled(tests)
         click.echo(
@@ -167,21 +188,24 @@ def calibrate(results, out, tests, **settings):
         click.echo(
             f"fitted on {len(records) - len(test_part)} problems of {len(results)} file(s); {len(test_part)} held out"
         )
-    if test_part:
-        figures = report(test_part, calibration, kind, o.num_bins)
+    for family, group in families(test_part, o.family).items():
+        kind = o.kind or group[0]["run"].get("headline_kind")
+        figures = report(group, calibration.for_family(family, kind), kind, o.num_bins)
         for fit in calibration.fits:
-            fit.held_out = figures["rows"]["p_correct (fitted)"] if fit.kind == (kind or VOTES_ONLY) else {}
+            if fit.family == family and fit.kind == (kind or VOTES_ONLY):
+                fit.held_out = figures["rows"]["p_correct (fitted)"]
+        click.echo(f"{family} runs:")
         click.echo("\n".join(format_report(figures)))
         from .plots import plot_reliability
 
         plot = Path(o.plot or Path(out).with_suffix(".png"))
+        plot = plot if len(families(test_part, o.family)) == 1 else plot.with_name(f"{plot.stem}_{family}{plot.suffix}")
         lines = list(figures["reliability"].items())
-        if (
-            plot_reliability(lines, plot, f"Reliability of {figures['vote']} on answers the fit did not see")
-            is not None
-        ):
+        title = f"Reliability of {figures['vote']} on {family} answers the fit did not see"
+        if plot_reliability(lines, plot, title) is not None:
             click.echo(f"plot: {plot}")
     for fit in calibration.fits:
         fit.fitted_on["files"] = [Path(p).name for p in results]
     calibration.save(out)
-    click.echo(f"calibration: {out} (fits on {', '.join(f.kind for f in calibration.fits)})")
+    made = ", ".join(f"{f.kind} of {f.family} runs" for f in calibration.fits)
+    click.echo(f"calibration: {out} (fits on {made})")

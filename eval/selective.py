@@ -69,17 +69,18 @@ def format_selective(view: dict[str, Any]) -> list[str]:
         return []
     out = [
         f"can these answers be trusted? p_correct: {view['calibration']}",
-        f"{'vote':<34}{'signal':<12}{'ECE':>7}{'AUROC':>7}{'AURC':>7}{'wrong>=.9':>10}",
+        f"{'vote':<34}{'signal':<12}{'ECE':>7}{'AUROC':>7}{'AURC':>7}{'wrong>=.9':>10}{'right<.5':>10}",
     ]
     for key, signals in view["votes"].items():
         mark = " *" if key == view["headline"] else ""
         for name, m in signals.items():
             out.append(
                 f"{key + mark:<34}{name:<12}{_f(m['ece']):>7}{_f(m['auroc']):>7}{_f(m['aurc']):>7}"
-                f"{_f(m['wrong_at_90']):>10}"
+                f"{_f(m['wrong_at_90']):>10}{_f(m['right_below_50']):>10}"
             )
     out.append("  * the headline vote; AURC: mean risk over coverages (lower is better); wrong>=.9: share of wrong")
-    out.append("    answers given p >= .9 (confidence: the vote's share of the scores)")
+    out.append("    answers given p >= .9; right<.5: share of right answers below .5 (what --abstain-below 0.5")
+    out.append("    withholds); confidence: the vote's share of the scores")
     return out
 
 

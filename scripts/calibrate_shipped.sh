@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Fit p_correct for a shipped checkpoint and check it on sets it never saw, through the product path:
-# `tts train make-problems`, `tts solve --calibration none` on the fit sets, `tts calibrate`, then `tts solve` with
-# the fit on fresh test sets and `tts curve` (its selective view: ECE, AUROC, AURC, wrong answers at p >= .9).
+# Fit p_correct for a shipped checkpoint under every strategy family and check it on sets it never saw, through the
+# product path: `tts train make-problems`, `tts solve --calibration none` of each strategy on the fit sets, one
+# `tts calibrate` over all of them (a fit per strategy family: fixed, adaptive, deepconf, search), then `tts solve`
+# of each strategy with the fit on fresh test sets and `tts curve` (its selective view: ECE, AUROC, AURC, wrong
+# answers at p >= .9, and the share of right answers that --abstain-below 0.5 would withhold).
 #   bash scripts/calibrate_shipped.sh default   -> tts_engine/assets/default_model/calibration.json
 #   bash scripts/calibrate_shipped.sh tango     -> tts_engine/assets/tango/verifier/calibration.json
 # Fit sets: seed 8101 (levels 1-10, 15 a level) and 8103 (levels 1-10, 10 a level, values up to 99999). Test sets,
-# never used to choose anything: 8301 and 8302 (levels 1-10, 15 a level) and 8304 (values up to 99999). The
-# checkpoints were trained on levels 1-8 with values up to 9999, so levels 9-10 and the large values lie past
-# them. Every solve resumes (rerun to finish); tables go to docs/runs/trust_NAME_SET.txt. Env: N (16), OUT
-# (runs/cal), TEST_SETS (the test seeds to run, e.g. "8301"), FIT=0 (keep the shipped fit, only test).
+# never used to choose anything: 8301 (levels 1-10, 15 a level) and 8304 (values up to 99999). The checkpoints were
+# trained on levels 1-8 with values up to 9999, so levels 9-10 and the large values lie past them. Every solve
+# resumes (rerun to finish); the fit's report goes to docs/runs/trust_NAME_fit.txt, each test table to
+# docs/runs/trust_NAME_strategies.txt, one part (`## STRATEGY SET`) each.
+# Env: N (8), STRATEGIES ("fixed adaptive-n deepconf beam particle"), OUT (runs/cal), TEST_SETS ("8301 8304"),
+# FIT=0 (keep the shipped fit, only test), TTS (the tts command).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:?usage: calibrate_shipped.sh default|tango}"
-tts="${TTS:-.venv/bin/tts}"
-n="${N:-16}"
+read -r -a tts <<< "${TTS:-.venv/bin/tts}"
+n="${N:-8}"
 out="${OUT:-runs/cal}"
+strategies="${STRATEGIES:-fixed adaptive-n deepconf beam particle}"
 case "$name" in
   default) args=(); target=tts_engine/assets/default_model/calibration.json ;;
   tango)
@@ -27,30 +32,55 @@ mkdir -p "$out" docs/runs
 make_set() {  # seed -> the set's file (made once)
   local seed="$1" file
   case "$seed" in
-    8103|8304) file="$out/s${seed}_big.jsonl"; [ -f "$file" ] || "$tts" train make-problems --seed "$seed" --levels 1-10 --per-level 10 --max-value 99999 --out "$file" >/dev/null ;;
-    *) file="$out/s$seed.jsonl"; [ -f "$file" ] || "$tts" train make-problems --seed "$seed" --levels 1-10 --per-level 15 --out "$file" >/dev/null ;;
+    8103|8304) file="$out/s${seed}_big.jsonl"; [ -f "$file" ] || "${tts[@]}" train make-problems --seed "$seed" --levels 1-10 --per-level 10 --max-value 99999 --out "$file" >/dev/null ;;
+    *) file="$out/s$seed.jsonl"; [ -f "$file" ] || "${tts[@]}" train make-problems --seed "$seed" --levels 1-10 --per-level 15 --out "$file" >/dev/null ;;
   esac
   echo "$file"
 }
 
-if [ "${FIT:-1}" != 0 ]; then
-  fits=()
+fit_runs() {  # strategy, calibration -> the strategy's results on both fit sets (made once; printed)
+  local strategy="$1" calibration="$2" seed set_file results
   for seed in 8101 8103; do
     set_file=$(make_set "$seed")
-    results="$out/${name}_$(basename "$set_file")"
-    "$tts" solve "$set_file" "${args[@]}" --n "$n" --calibration none --out "$results" --quiet > "${results%.jsonl}.txt"
-    fits+=("$results")
+    results="$out/${name}_${strategy}_$(basename "$set_file")"
+    "${tts[@]}" solve "$set_file" "${args[@]}" --strategy "$strategy" --n "$n" --calibration "$calibration" \
+      --out "$results" --quiet > "${results%.jsonl}.txt"
+    echo "$results"
   done
-  "$tts" calibrate "${fits[@]}" --out "$target" --plot "$out/${name}_calibration.png" | tee "docs/runs/trust_${name}_fit.txt"
+}
+
+if [ "${FIT:-1}" != 0 ]; then
+  # Fixed sampling first: its fit starts the strategies that stop on p_correct (adaptive, deepconf), so that their
+  # fit runs stop the way they will stop once calibrated; their own fit is then made on those runs.
+  read -r -a fixed_runs <<< "$(fit_runs fixed none | tr '\n' ' ')"
+  fits=("${fixed_runs[@]}")
+  for strategy in $strategies; do
+    [ "$strategy" = fixed ] && continue
+    family=$("${PY:-.venv/bin/python}" -P -c "from tts_engine.strategies.registry import family_of; print(family_of('$strategy'))")
+    start="$out/${name}_start_${family}.json"
+    [ -f "$start" ] || "${tts[@]}" calibrate "${fixed_runs[@]}" --family "$family" --holdout 0 --out "$start" > /dev/null
+    read -r -a runs <<< "$(fit_runs "$strategy" "$start" | tr '\n' ' ')"
+    fits+=("${runs[@]}")
+  done
+  "${tts[@]}" calibrate "${fits[@]}" --out "$target" --plot "$out/${name}_calibration.png" | tee "docs/runs/trust_${name}_fit.txt"
 fi
-for seed in ${TEST_SETS:-8301 8302 8304}; do
+file="docs/runs/trust_${name}_strategies.txt"
+: > "$file"
+for seed in ${TEST_SETS:-8301 8304}; do
   set_file=$(make_set "$seed")
   set=$(basename "$set_file" .jsonl)
-  results="$out/${name}_test_$set.jsonl"
-  "$tts" solve "$set_file" "${args[@]}" --n "$n" --out "$results" --quiet > "${results%.jsonl}.txt"
-  file="docs/runs/trust_${name}_$set.txt"
-  echo "# tts train make-problems --seed $seed ...; tts solve $set.jsonl ${args[*]} --n $n --out r.jsonl; tts curve r.jsonl" > "$file"
-  grep -A3 "^p_correct of" "${results%.jsonl}.txt" >> "$file" || true
-  "$tts" curve "$results" --out-dir "$out/${name}_${set}_curves" --label "$set" --no-plots | sed -n '/^can these answers/,/^  \*/p' >> "$file"
-  echo "$file"
+  for strategy in $strategies; do
+    results="$out/${name}_${strategy}_test_$set.jsonl"
+    "${tts[@]}" solve "$set_file" "${args[@]}" --strategy "$strategy" --n "$n" --calibration "$target" --out "$results" \
+      --quiet > "${results%.jsonl}.txt"
+    {
+      echo "## $strategy $set"
+      echo "# tts train make-problems --seed $seed ...; tts solve $set.jsonl ${args[*]} --strategy $strategy --n $n --out r.jsonl; tts curve r.jsonl"
+      grep -A3 "^p_correct of" "${results%.jsonl}.txt" || true
+      "${tts[@]}" curve "$results" --out-dir "$out/${name}_${strategy}_${set}_curves" --label "$set" --no-plots \
+        | sed -n '/^can these answers/,/^  \*/p'
+      echo
+    } >> "$file"
+  done
 done
+echo "$file"

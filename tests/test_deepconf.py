@@ -11,9 +11,8 @@ from tts_engine.backends.base import Sample
 from tts_engine.engine import Engine
 from tts_engine.inputs.problems import Problem
 from tts_engine.pipeline.aggregate import vote_predictions
-from tts_engine.pipeline.build import voting_samples
 from tts_engine.pipeline.confidence import group_confidences, percentile_threshold
-from tts_engine.pipeline.records import SampleRecord
+from tts_engine.pipeline.records import SampleRecord, voting_samples
 from tts_engine.strategies.deepconf import DeepConfConfig, stop_low, votes_from
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(2)]
@@ -107,7 +106,10 @@ def test_stopped_samples_vote_for_nothing_or_low():
     ]
 
     def votes(stopped_votes):
-        return vote_predictions(voting_samples(samples, votes_from(stopped_votes)), [True, False], has_reference=True)
+        rule = votes_from(stopped_votes)
+        for sample in samples:
+            sample.votes = rule is None or rule(sample)
+        return vote_predictions(voting_samples(samples), [True, False], has_reference=True)
 
     none = votes("none")
     assert none["majority"].answer == "1" and none["majority"].correct

@@ -153,10 +153,13 @@ class Engine:
             raise ValueError(f"strategy {entry.name!r} takes no {type(config).__name__} settings")
         entry.check_n(params.n, config)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
-        plan = entry.build(self.parts, params, config, **extra)
-        kinds = record_kinds(self.parts, entry.name, config, params.top_logprobs)
-        run_block = {**plan.run_block, "strategy": entry.name, "headline_kind": entry.headline(self.parts, config)}
-        run_block |= {"calibration": self.calibration.describe(kinds), **run.run_block()}
+        headline = entry.headline(self.parts, config)
+        calibration = self.calibration.for_family(entry.family, headline)  # the fits of this strategy's family
+        parts = replace(self.parts, pipeline=self.parts.pipeline.with_calibration(calibration))
+        plan = entry.build(parts, params, config, **extra)
+        kinds = record_kinds(parts, entry.name, config, params.top_logprobs)
+        run_block = {**plan.run_block, "strategy": entry.name, "headline_kind": headline}
+        run_block |= {"calibration": calibration.describe(kinds), **run.run_block()}
         return run_plan(
             plan,
             problems,

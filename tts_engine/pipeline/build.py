@@ -8,7 +8,6 @@ every class and vote -> one `ProblemRecord` per problem
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..backends.base import PromptFailedError, PromptTooLongError, Sample
@@ -19,7 +18,7 @@ from .aggregate import vote_predictions
 from .calibration import Calibration
 from .confidence import confidence_scores
 from .failures import problem_failure
-from .records import AnswerClass, Compute, ProblemRecord, SampleRecord
+from .records import AnswerClass, Compute, ProblemRecord, SampleRecord, voting_samples
 
 
 class Pipeline:
@@ -27,6 +26,10 @@ class Pipeline:
 
     def __init__(self, calibration: Calibration, *, grader: str = "rule", judge=None):
         self.calibration, self.grader, self.judge = calibration, grader, judge
+
+    def with_calibration(self, calibration: Calibration) -> "Pipeline":
+        """This pipeline with another calibration (a strategy family's, `Calibration.for_family`)."""
+        return Pipeline(calibration, grader=self.grader, judge=self.judge)
 
     def records(
         self,
@@ -64,7 +67,10 @@ class Pipeline:
                     classes[i].representatives, classes[i].sizes(), grades[i], reasons[i]
                 )
             ]
-            voters = voting_samples(rows, votes_from)
+            if votes_from is not None:
+                for row in rows:
+                    row.votes = votes_from(row)
+            voters = voting_samples(rows)
             record = ProblemRecord(
                 problem,
                 prompt=prompts[i],
@@ -121,16 +127,6 @@ def _answer(text: str) -> str | None:
     from ..answers import extract_answer
 
     return extract_answer(text)
-
-
-def voting_samples(
-    samples: list[SampleRecord], votes_from: Callable[[SampleRecord], bool] | None
-) -> list[SampleRecord]:
-    """The samples as they vote: those `votes_from` leaves out vote for nothing (their answer kept in the record,
-    not in the vote); all of them as they are when `votes_from` is None."""
-    if votes_from is None:
-        return samples
-    return [s if votes_from(s) else replace(s, answer=None, answer_class=-1) for s in samples]
 
 
 def _sample_records(problem, samples, answers, classes, grades, verdicts, params) -> list[SampleRecord]:

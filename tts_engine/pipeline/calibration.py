@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from .records import ProblemRecord, SampleRecord
+from .records import ProblemRecord, SampleRecord, voting_samples
 
 FILE_NAME = "calibration.json"
 """The calibration stored beside a checkpoint (its folder), found by `Engine` without being named."""
+FIXED = "fixed"
+"""The strategy family of fixed sampling (what a fit of a file written before families existed was fitted on)."""
 VOTES_ONLY = "votes"
 """The `kind` of the fit that reads no verifier score (vote share, N and likelihood alone)."""
 SCORE_FEATURES = ("score_max", "score_mean", "score_share", "count_share", "log_n", "likelihood")
@@ -85,6 +87,10 @@ class Fit:
     """What it was fitted on: files, problems, answers, the share right."""
     held_out: dict[str, Any] = field(default_factory=dict)
     """Its figures on the held-out problems (ECE, AUROC, AURC), as `tts calibrate` measured them."""
+    family: str = FIXED
+    """The strategy family whose records it was fitted on (`StrategyEntry.family`): a strategy that stops early, or
+    searches, keeps other answers than fixed sampling does, so each family has fits of its own. Files written before
+    families existed were fitted on fixed runs."""
 
     def predict(self, features: dict[str, float]) -> float:
         z = self.bias + sum(
@@ -102,28 +108,37 @@ class Calibration:
     """Where the fits come from (a file), or why there are none."""
     headline_kind: str | None = None
     """The kind the uncalibrated mapping reads (the engine's headline kind; None: votes only)."""
+    family: str = FIXED
+    """The strategy family of the records it annotates: only that family's fits apply."""
 
     @property
     def calibrated(self) -> bool:
         return bool(self.fits)
 
+    def for_family(self, family: str, headline_kind: str | None = None) -> "Calibration":
+        """This calibration for the records of strategy family `family` (and their headline kind, where the
+        strategy's differs from the engine's)."""
+        return replace(self, family=family, headline_kind=headline_kind or self.headline_kind)
+
     def fit_for(self, kinds: Sequence[str]) -> Fit | None:
-        """The fit to use on samples carrying score `kinds`: the first fit whose kind they carry, else the
-        votes-only fit, else None (uncalibrated)."""
-        for fit in self.fits:
+        """The fit to use on samples of this family carrying score `kinds`: the family's first fit whose kind they
+        carry, else its votes-only fit, else None (uncalibrated: no fit of another family is used)."""
+        mine = [fit for fit in self.fits if fit.family == self.family]
+        for fit in mine:
             if fit.kind in kinds:
                 return fit
-        return next((fit for fit in self.fits if fit.kind == VOTES_ONLY), None)
+        return next((fit for fit in mine if fit.kind == VOTES_ONLY), None)
 
     def describe(self, kinds: Sequence[str]) -> str:
         """One line for the run block and the summary: which mapping p_correct comes from."""
         fit = self.fit_for(kinds)
         if fit is not None:
             reads = "votes only" if fit.kind == VOTES_ONLY else fit.kind
-            return f"calibrated ({self.source}, fit on {reads})"
+            return f"calibrated ({self.source}, fit on {reads} of {self.family} runs)"
         reads = self.headline_kind is not None and self.headline_kind in kinds
         what = f"the class's best {self.headline_kind} score" if reads else "the class's share of the samples"
-        return f"uncalibrated ({what}; {self.source})"
+        missing = f"no fit for {self.family} runs in {self.source}" if self.fits else self.source
+        return f"uncalibrated ({what}; {missing})"
 
     def class_probability(self, samples: Sequence[SampleRecord], answer_class: int) -> float:
         """p_correct of one answer class among a problem's sample records."""
@@ -200,23 +215,24 @@ def find_calibration(
 
 # --- fitting ------------------------------------------------------------------------------------------------
 def answer_examples(
-    records: Sequence[dict[str, Any]], kind: str
+    records: Sequence[dict[str, Any]], kind: str, every_prefix: bool = True
 ) -> tuple[list[dict[str, float]], list[bool], list[str]]:
-    """The labelled answers of results records: every class some vote picked over the record's first k samples,
-    for k = 1, 2, 4, ... up to all of them (the answers that runs with fewer samples, and the waves of an adaptive
-    run, give), with its features for `kind`, whether it is right, and its problem's id. Records without a
-    reference, failed ones and those lacking `kind` are left out."""
+    """The labelled answers of results records: every class some vote picked, with its features for `kind`, whether
+    it is right, and its problem's id. With `every_prefix`, over the record's first k samples for k = 1, 2, 4, ... up
+    to all of them (the answers that fixed runs with fewer samples give); without, over all of them (a strategy that
+    stops or searches: its answers as it stopped). Records without a reference, failed ones and those lacking `kind`
+    are left out."""
     from .aggregate import vote_predictions
 
     features, labels, ids = [], [], []
     for record in records:
-        samples = [SampleRecord.from_json(s) for s in record.get("samples") or []]
+        samples = voting_samples([SampleRecord.from_json(s) for s in record.get("samples") or []])
         if record.get("status", "ok") != "ok" or record.get("reference") is None or not samples:
             continue
         if kind != VOTES_ONLY and kind not in samples[0].scores:
             continue
         grades = [c["correct"] for c in record["classes"]]
-        for size in _prefix_sizes(len(samples)):
+        for size in _prefix_sizes(len(samples)) if every_prefix else [len(samples)]:
             votes = vote_predictions(samples[:size], grades, has_reference=True)
             for c in sorted({v.answer_class for v in votes.values() if v.answer_class >= 0}):
                 if grades[c] is None:

@@ -96,7 +96,8 @@ def aurc(scores: Any, labels: Any) -> float | None:
 
 def answer_metrics(p_correct: Any, labels: Any, num_bins: int = 10) -> dict[str, Any]:
     """How well a probability that an answer is right tells right answers from wrong ones: ECE, AUROC, AURC, the
-    share of wrong answers at p >= .9 and the accuracy of the most trusted half."""
+    share of wrong answers at p >= .9, the share of right answers below .5 (what `--abstain-below 0.5` would
+    withhold) and the accuracy of the most trusted half."""
     p, right = _array(p_correct, np.float64), _array(labels, np.float64).astype(bool)
     wrong = ~right
     top_half = np.argsort(-p, kind="stable")[: max(1, p.size // 2)] if p.size else np.array([], dtype=np.int64)
@@ -107,6 +108,7 @@ def answer_metrics(p_correct: Any, labels: Any, num_bins: int = 10) -> dict[str,
         "auroc": auroc(p, right),
         "aurc": aurc(p, right),
         "wrong_at_90": float((p[wrong] >= 0.9).mean()) if wrong.any() else None,
+        "right_below_50": float((p[right] < 0.5).mean()) if right.any() else None,
         "top_half_accuracy": float(right[top_half].mean()) if p.size else None,
     }
 

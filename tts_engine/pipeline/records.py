@@ -9,8 +9,8 @@ abstention, once, as the record leaves for the results file.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar, Sequence
 
 from ..inputs.problems import Problem
 
@@ -46,19 +46,31 @@ class SampleRecord:
     """A search beam's steps."""
     node: int | None = None
     """A search beam's node id in its tree."""
+    votes: bool = True
+    """False: the sample votes for nothing (a strategy stopped it early); its answer stays in the record."""
 
     def to_json(self) -> dict[str, Any]:
         line = asdict(self)
         for key in ("verifier_status", "verifier_text", "steps", "node"):
             if line[key] is None:
                 del line[key]
+        if self.votes:
+            del line["votes"]
         if self.verifier_text is None and self.step_scores is None:
             del line["step_scores"]
         return line
 
     @classmethod
     def from_json(cls, line: dict[str, Any]) -> "SampleRecord":
-        return cls(**{k: line.get(k) for k in _FIELDS[cls]} | {"scores": dict(line.get("scores", {}))})
+        given = {k: line[k] for k in _FIELDS[cls] if k in line}
+        required = {k: line.get(k) for k in ("text", "answer", "answer_class", "answer_status", "correct")}
+        counts = {"num_tokens": line.get("num_tokens", 0), "finish_reason": line.get("finish_reason", "stop")}
+        return cls(**{**required, **counts, **given, "scores": dict(line.get("scores", {}))})
+
+
+def voting_samples(samples: Sequence[SampleRecord]) -> list[SampleRecord]:
+    """The samples as they vote: one that does not vote (`votes` False) votes for nothing."""
+    return [s if s.votes else replace(s, answer=None, answer_class=-1) for s in samples]
 
 
 @dataclass

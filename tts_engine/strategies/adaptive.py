@@ -221,6 +221,7 @@ CAPS = (("max_n", "samples"), ("budgets", "tokens"))
     summary_lines=format_adaptive_summary,
     request_caps=CAPS,
     view=BlockView("adaptive", "rounds", "Adaptive rounds", round_label="budget {budget}", threshold="tau"),
+    calibration_family="adaptive",
 )
 class AdaptiveLengthPlan:
     """N samples per problem at budgets[0]; unconfident problems continue their cut samples budget by budget."""
@@ -335,6 +336,7 @@ def _length_stop(
     summary_lines=format_adaptive_summary,
     request_caps=CAPS,
     view=BlockView("adaptive", "rounds", "Adaptive waves", threshold="tau", wave="wave"),
+    calibration_family="adaptive",
 )
 class AdaptiveNPlan:
     """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""

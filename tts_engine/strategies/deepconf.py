@@ -268,7 +268,7 @@ class DeepConfPlan:
             for i, record in score_open(
                 parts, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks, voting
             ):
-                voters = voting_samples(record.samples, voting)
+                voters = voting_samples(record.samples)
                 share = stop_signal(record, self.consensus_key, config.consensus_on, config.consensus_over, voters)
                 tracks[i].observe(record, share)
                 used = len(samples[i])

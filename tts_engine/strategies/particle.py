@@ -223,6 +223,7 @@ def _path(tree: Tree, leaf: Node) -> list[Node]:
     headline=step_headline,
     n_rule=ParticleConfig.check_n,
     view=BlockView("search", "tree", "Particle tree"),
+    calibration_family="search",
 )
 def particle_plan(parts: Parts, params: SamplingParams, config: ParticleConfig, **extra) -> ParticlePlan:
     return ParticlePlan(parts, params, config, **extra)

@@ -121,6 +121,13 @@ class StrategyEntry:
     """The settings a server request may set (default: every field of `config_type`)."""
     view: BlockView | None = None
     """How `tts view` shows the strategy's block of a record (None: the strategy writes none)."""
+    calibration_family: str | None = None
+    """The strategies whose records share p_correct's fits (`tts_engine.pipeline.calibration`): a strategy that stops
+    early or searches keeps other answers than fixed sampling does. Default: its own name."""
+
+    @property
+    def family(self) -> str:
+        return self.calibration_family or self.name
 
     def check_n(self, n: int, config: Any) -> None:
         """n against the strategy's rule (a ValueError naming the strategy when it breaks it)."""
@@ -140,7 +147,7 @@ _STRATEGIES: dict[str, StrategyEntry] = {}
 def register_strategy(name: str, *, config_type: type | None = None, help: str = "", **declared: Any):
     """Class or function decorator: `build(parts, params, config, **extra) -> Plan` under `name`; `declared`
     sets the entry's other fields (samples, verifier_kinds, headline, summary_lines, n_rule, request_caps,
-    request_fields, view). A settings field that collides with another strategy's fails here."""
+    request_fields, view, calibration_family). A settings field that collides with another strategy's fails here."""
 
     def decorate(build):
         if name in _STRATEGIES and _STRATEGIES[name].build is not build:
@@ -231,3 +238,9 @@ def record_kinds(parts, strategy: str, config: Any, top_logprobs: int) -> tuple[
     entry = strategy_entry(strategy)
     confidence = CONFIDENCE_KINDS if top_logprobs else ()
     return ("likelihood", *confidence, *entry.verifier_kinds(parts, config))
+
+
+def family_of(strategy: str) -> str:
+    """The calibration family of a strategy named in a results line (its own name when not registered here)."""
+    known = strategies()
+    return known[strategy].family if strategy in known else strategy

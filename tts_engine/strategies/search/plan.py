@@ -67,6 +67,7 @@ SEARCH_ENTRY = {
     "headline": step_headline,
     "n_rule": SearchConfig.check_n,
     "view": BlockView("search", "tree", "Search tree"),
+    "calibration_family": "search",
 }
 
 
