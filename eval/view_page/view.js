@@ -199,7 +199,7 @@ function summaryTable() {
     for (const run of RUNS) (all.checked ? Object.keys(run.summary.accuracy) : run.headline_rows).forEach(add);
     const shared = DATA.shared;  // set when the runs cover different problems: compared on those they share
     const summaryOf = (run) => (shared ? run.shared_summary : run.summary) || { accuracy: {} };
-    const rows = [["pass@1 (mean over samples)", RUNS.map((run) => summaryOf(run)["pass@1"])]]
+    const rows = [["pass@1 (mean over problems)", RUNS.map((run) => summaryOf(run)["pass@1"])]]
       .concat(keys.map((k) => [k, RUNS.map((run) => summaryOf(run).accuracy[k])]));
     const comparable = RUNS.length > 1 && !(shared && shared.problems === 0);
     const body = rows.map(([name, values]) => {

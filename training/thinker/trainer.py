@@ -72,14 +72,23 @@ class ThinkerConfig(LoopConfig):
             raise ValueError(f"cut_share must be in [0, 1), got {self.cut_share}")
 
 
-def load_chains(path: str | Path) -> list[dict]:
-    """The chains file's records whose chains make a trace (the last chain right)."""
-    records = []
+def load_chains(path: str | Path, log=print) -> list[dict]:
+    """The chains file's records whose chains make a trace (`thinking.trace`: every error one the checks find, the
+    last chain right); how many were left out is logged."""
+    records, left_out = [], 0
     for line in Path(path).read_text().splitlines():
-        if line.strip():
-            records.append(json.loads(line))
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        try:
+            trace(record["problem"], record["chains"])
+        except ValueError:
+            left_out += 1
+            continue
+        records.append(record)
     if not records:
-        raise ValueError(f"{path}: no chains; run `tts train thinker-chains` first")
+        raise ValueError(f"{path}: no chains that make a trace; run `tts train thinker-chains` first")
+    log(f"{path}: {len(records)} problems' chains, {left_out} left out (an error the checks would not find)")
     return records
 
 
@@ -151,10 +160,10 @@ def dev_thinking(model, tokenizer, prompt_config, per_level: int, levels, max_ne
 
 def train_thinker(config: ThinkerConfig, progress: bool = True, log=print) -> Path:
     """Train (or resume) and return the checkpoint directory."""
-    return train(*thinker_steps(config), desc="thinker", progress=progress, log=log)
+    return train(*thinker_steps(config, log), desc="thinker", progress=progress, log=log)
 
 
-def thinker_steps(config: ThinkerConfig) -> Steps:
+def thinker_steps(config: ThinkerConfig, log=print) -> Steps:
     """The run (started or resumed), its step and its dev checks."""
 
     def fresh():
@@ -163,7 +172,7 @@ def thinker_steps(config: ThinkerConfig) -> Steps:
         return model, tokenizer, prompt_config
 
     run = start_run(config, fresh)
-    records = load_chains(config.chains_file)
+    records = load_chains(config.chains_file, log)
     order = list(range(len(records)))
 
     def batch_at(step: int) -> list[dict]:

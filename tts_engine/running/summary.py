@@ -23,12 +23,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     )
     samples = [s for r in records for s in r["samples"]]
     headline = next((r["run"].get("headline_kind") for r in records if "run" in r), None)
-    graded_samples = sum(len(r["samples"]) for r in solved)
-    pass_at_1 = (
-        sum(bool(s["correct"]) for r in solved for s in r["samples"]) / graded_samples * len(solved) / len(graded)
-        if graded and graded_samples
-        else (0.0 if graded else None)
-    )
+    # pass@1: the mean over problems of each problem's share of right samples (a pooled mean over samples would
+    # weigh the problems an adaptive strategy spent most samples on, the hardest, most)
+    shares = [sum(bool(s["correct"]) for s in r["samples"]) / len(r["samples"]) for r in solved if r["samples"]]
+    pass_at_1 = sum(shares) / len(graded) if graded else None
     return {
         "problems": len(records),
         "graded": len(graded),
@@ -140,7 +138,7 @@ def format_summary(summary: dict[str, Any], *, every_row: bool = False, lines: S
     if accuracy:
         out.append(f"{'aggregation':<40}{'accuracy':>10}")
         if summary["pass@1"] is not None:
-            out.append(f"{'pass@1 (mean over samples)':<40}{summary['pass@1']:>10.3f}")
+            out.append(f"{'pass@1 (mean over problems)':<40}{summary['pass@1']:>10.3f}")
         out += [f"{key:<40}{acc:>10.3f}" for key, acc in shown.items()]
         verdict = _verdict(accuracy, summary.get("headline_kind"))
         if verdict:

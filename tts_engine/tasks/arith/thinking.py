@@ -1,26 +1,24 @@
-"""The thinking trace of the arithmetic task's thinker: solve, check every line units digit first, fix the first
-wrong line, check again; the answer after the trace.
+"""The thinking trace of the arithmetic task's thinker: each line of the solution is checked units digit first as it
+is written; a wrong line is fixed and solving goes on; the answer comes after the trace.
 
     Compute left to right: 28*4-18+80.          the prompt
     <think>
-    28*4=112                                    the solution, one line per operation
+    28*4=112                                    a solution line
+    820*400=211 ok                              its check: the step recomputed units digit first, then ok or no
     112-18=93
-    93+80=173
-    check 820*400-810+080                       the problem restated units digit first (the recompute form)
-    820*400=211 vs 211                          each line recomputed units first, beside what the line wrote
-    211-810=490 vs 390                          they differ: the line is wrong
+    211-810=490 no                              the line wrote 93, the check 094: wrong
     wait
-    112-18=94                                   the wrong line fixed from the check, then solved on
+    112-18=94                                   the wrong line fixed from its check
+    211-810=490 ok
     94+80=174
-    check                                       the fixed lines after the first one, checked again
-    490+080=471 vs 471
+    490+080=471 ok
     </think>
     \\boxed{174}
 
-The check of a line recomputes the value carried into it with the problem's operation and operand (so a wrong
-result, carried value or operand all show as a different result), and the trace stops checking at the first line
-that differs. Training builds these traces (`trace`) from chains the default really sampled; the engine reads a
-trace's final chain back (`final_chain`) to verify it.
+A check recomputes the value carried from the line before (the first line's own left side) with the line's operation
+and operand, units digit first (the form the default's recompute verifier reads), so a wrong result or a wrong
+carried value shows as "no". Training builds these traces (`trace`) from chains the default really sampled; the
+engine reads a trace's final chain back (`final_chain`) to verify it.
 """
 
 from __future__ import annotations
@@ -28,20 +26,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .chain import apply, problem_steps, read_step_line
-from .recompute import restate, units_first
+from .recompute import units_first
 
 THINK_START = "<think>\n"
 THINK_END = "</think>\n"
-CHECK_WORD = "check"
+OK, NO = "ok", "no"
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
 
 
-def check_line(carried: int, op: str, operand: int, written: int) -> str:
-    """One line of a check: the step recomputed units digit first, then the line's own result in the same form."""
-    exact = apply(carried, op, operand)
-    return f"{units_first(carried)}{op}{units_first(operand)}={units_first(exact)} vs {units_first(written)}"
+def check_line(carried: int, line: str) -> tuple[str, bool]:
+    """The check of solution `line` (carrying `carried` in): the step recomputed units digit first, then ok or no;
+    and whether the line is right."""
+    step = read_step_line(line)
+    if step is None:
+        raise ValueError(f"not a step line: {line!r}")
+    exact = apply(carried, step.op, step.operand)
+    right = step.result == exact
+    return (
+        f"{units_first(carried)}{step.op}{units_first(step.operand)}={units_first(exact)} {OK if right else NO}",
+        right,
+    )
 
 
 def first_wrong(problem: str, lines: list[str], start: int = 0) -> int | None:
@@ -72,30 +78,30 @@ class Piece:
 
 def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
     """The thinking trace of `chains` (each a full list of step lines; chain r + 1 starts with chain r's first wrong
-    line fixed), the answer after it. Checking stops at each chain's first wrong line; a chain with a wrong line
-    and no next chain ends the trace with that chain's answer (unchecked past that line)."""
-    start, terms = problem_steps(problem)
+    line fixed), the answer after it. Every line is checked as it is written; at a line the check finds wrong the
+    trace writes "wait" and goes on with the next chain from that line. ValueError when the checks would not find
+    the chains' errors (an operand copied wrong: the check reads the line's own operand) or the last chain is
+    wrong."""
+    start, _ = problem_steps(problem)
     pieces = [Piece(THINK_START)]
-    checked = 0  # lines before this index are known right
+    at = 0  # the line the current chain is written from
     for r, lines in enumerate(chains):
-        wrong = first_wrong(problem, lines, checked)
-        for k in range(checked if r == 0 else checked - 1, len(lines)):
-            if r > 0 and k == checked - 1:
-                pieces.append(Piece(lines[k] + "\n"))  # the fixed line
-            else:
-                pieces.append(Piece(lines[k] + "\n", learn=k != wrong))
-        header = f"{CHECK_WORD} {restate(problem)}\n" if r == 0 else f"{CHECK_WORD}\n"
-        pieces.append(Piece(header))
-        last = len(lines) - 1 if wrong is None else wrong
-        for k in range(checked, last + 1):
+        wrong = first_wrong(problem, lines, at)
+        for k in range(at, len(lines)):
             carried = start if k == 0 else read_step_line(lines[k - 1]).result
-            op, operand = terms[k]
-            pieces.append(Piece(check_line(carried, op, operand, read_step_line(lines[k]).result) + "\n"))
-        if wrong is None or r == len(chains) - 1:
+            check, right = check_line(carried, lines[k])
+            if right != (k != wrong):
+                raise ValueError(f"the check of line {k} ({lines[k]!r}) does not find what the chain gets wrong")
+            pieces += [Piece(lines[k] + "\n", learn=right), Piece(check + "\n")]
+            if not right:
+                break
+        if wrong is None:
             answer = read_step_line(lines[-1]).result
             return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{answer}}}")]
+        if r == len(chains) - 1:
+            raise ValueError("the last chain is wrong: no trace ends right")
         pieces.append(Piece(WAIT_WORD + "\n"))
-        checked = wrong + 1
+        at = wrong
     raise ValueError("no chains")
 
 
@@ -111,27 +117,21 @@ def current_answer(text: str) -> int | None:
 
 
 def final_chain(problem: str, text: str) -> list[str] | None:
-    """The chain a thinker's trace ends with: its solution lines, each fix replacing the lines from the one its check
-    found wrong. None when the text is not such a trace."""
+    """The chain a thinker's trace ends with: its solution lines, each line after a "wait" replacing the line the
+    check before it found wrong. None when the text is not such a trace."""
     if THINK_START.strip() not in text:
         return None
     body = text.split(THINK_START.strip(), 1)[1].split(THINK_END.strip(), 1)[0]
     chain: list[str] = []
-    checked = 0  # chain index the current check block starts at
-    checks = 0
-    fix_at: int | None = None
+    fixing = False
     for line in body.split("\n"):
         line = line.strip()
-        if line.startswith(CHECK_WORD):
-            checks = 0
-        elif " vs " in line:
-            checks += 1
-        elif line == WAIT_WORD:
-            fix_at = checked + checks - 1
-            checked = fix_at + 1
+        if line == WAIT_WORD:
+            fixing = bool(chain)
         elif read_step_line(line) is not None:
-            if fix_at is not None:
-                chain = chain[:fix_at]
-                fix_at = None
-            chain.append(line)
+            if fixing:
+                chain[-1] = line
+                fixing = False
+            else:
+                chain.append(line)
     return chain or None
