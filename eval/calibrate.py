@@ -19,6 +19,7 @@ import click
 
 from tts_engine.pipeline.aggregate import headline_vote
 from tts_engine.pipeline.calibration import FIXED, VOTES_ONLY, Calibration, answer_examples, fit_logistic
+from tts_engine.pipeline.futility import AcceptancePrior, accepted_count, fit_acceptance
 from tts_engine.pipeline.metrics import answer_metrics, reliability
 from tts_engine.pipeline.records import SampleRecord, strategy_of, voting_samples
 from tts_engine.running.results import record_status
@@ -124,7 +125,24 @@ def fit_runs(
                 "right": round(sum(labels) / len(labels), 4),
             }
             fits.append(fit)
-    return Calibration(fits, "tts calibrate", kind), test_part
+    return Calibration(fits, "tts calibrate", kind, acceptance=acceptance_priors(fit_part, kind)), test_part
+
+
+def acceptance_priors(records: Sequence[dict[str, Any]], kind: str | None) -> list[AcceptancePrior]:
+    """The acceptance prior of each family's headline kind (`tts_engine.pipeline.futility`), fitted on the fixed
+    runs where there are some (every problem drew the same samples), else on all."""
+    fixed = families(records).get(FIXED) or list(records)
+    kinds = {kind or r["run"].get("headline_kind") for r in records} - {None}
+    priors = []
+    for k in sorted(kinds):
+        counts = [
+            (accepted_count([s["scores"].get(k, 0.0) for s in r["samples"]]), len(r["samples"]))
+            for r in fixed
+            if r["samples"] and k in r["samples"][0]["scores"]
+        ]
+        if counts:
+            priors.append(fit_acceptance(counts, k))
+    return priors
 
 
 def report(records: Sequence[dict[str, Any]], calibration: Calibration, kind: str | None, num_bins: int) -> dict:
@@ -208,4 +226,5 @@ def calibrate(results, out, tests, **settings):
         fit.fitted_on["files"] = [Path(p).name for p in results]
     calibration.save(out)
     made = ", ".join(f"{f.kind} of {f.family} runs" for f in calibration.fits)
-    click.echo(f"calibration: {out} (fits on {made})")
+    priors = ", ".join(f"{p.kind} Beta({p.alpha}, {p.beta})" for p in calibration.acceptance)
+    click.echo(f"calibration: {out} (fits on {made}; acceptance priors: {priors or 'none'})")

@@ -21,3 +21,86 @@ def line(pid: str, rights: list[bool]) -> dict:
 def test_pass_at_1_is_the_mean_over_problems_of_their_share_of_right_samples():
     records = [line("easy", [True]), line("hard", [False] * 7)]  # pooled over samples: 1/8
     assert summarize(records)["pass@1"] == 0.5
+
+
+# --- the futility stop ---------------------------------------------------------------------------------------------
+import json  # noqa: E402
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tts_engine import Engine  # noqa: E402
+from tts_engine.inputs.problems import Problem  # noqa: E402
+from tts_engine.pipeline.calibration import Calibration  # noqa: E402
+from tts_engine.pipeline.futility import AcceptancePrior, chance_of_acceptance, fit_acceptance  # noqa: E402
+from tts_engine.strategies.adaptive import AdaptiveConfig  # noqa: E402
+
+KIND = "verifier_recompute"
+
+
+def test_the_chance_of_an_accepted_sample_falls_with_every_rejection_and_rises_with_an_acceptance():
+    chances = [chance_of_acceptance(0.2, 0.2, 0, n, 64 - n) for n in (4, 8, 16, 32)]
+    assert chances == sorted(chances, reverse=True) and chances[-1] < 0.15 < chances[0]
+    assert chance_of_acceptance(0.2, 0.2, 1, 8, 56) > 0.9 > chances[1]  # one accepted: another is likely
+    assert chance_of_acceptance(0.2, 0.2, 0, 8, 0) == 0.0
+
+
+def test_the_acceptance_prior_is_fitted_back_from_beta_binomial_counts():
+    rng = random.Random(0)
+    counts = []
+    for _ in range(600):
+        q = rng.betavariate(0.3, 0.6)
+        counts.append((sum(rng.random() < q for _ in range(16)), 16))
+    prior = fit_acceptance(counts, KIND)
+    assert prior.alpha == pytest.approx(0.3, rel=0.3) and prior.beta == pytest.approx(0.6, rel=0.3)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine(calibration=Calibration([], "test", KIND, acceptance=[AcceptancePrior(KIND, 0.05, 0.05)]))
+
+
+HARD = Problem("hard", "Compute left to right: " + "+".join(["917", "898", "999", "987", "968"] * 4) + ".", "0")
+
+
+def test_a_problem_every_sample_of_which_is_rejected_stops_as_futile(engine):
+    config = AdaptiveConfig(wave=4, max_n=32, futility=0.2)
+    [record] = engine.solve([HARD], strategy="adaptive-n", config=config, max_new_tokens=96, progress=False)
+    block = record["adaptive"]
+    assert block["stopped_because"] == "futile" and block["n_used"] < 32
+    assert all(s["scores"][KIND] < 0.5 for s in record["samples"])
+    never = AdaptiveConfig(wave=4, max_n=12, futility=0.0)
+    [record] = engine.solve([HARD], strategy="adaptive-n", config=never, max_new_tokens=96, progress=False)
+    assert record["adaptive"]["stopped_because"] == "max_n"  # futility 0: the stop is off
+
+
+# --- one token budget for a run ------------------------------------------------------------------------------------
+def spent(records) -> int:
+    return sum(r["compute"]["generated_tokens"] + r["compute"]["verifier_tokens"] for r in records)
+
+
+def test_a_run_spends_its_budget_and_at_most_one_wave_more(engine, tmp_path):
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
+
+    problems = load_problems(default_problems_path())[:6]
+    config = AdaptiveConfig(wave=4, max_n=32)
+    records = engine.solve(problems, strategy="adaptive-n", config=config, budget_tokens=2000, progress=False)
+    assert len(records) == 6 and all(r["adaptive"]["n_used"] >= 4 for r in records)  # every problem: a first wave
+    most_per_wave = max(4 * r["adaptive"]["tokens_spent"] / r["adaptive"]["n_used"] for r in records) * 2
+    assert spent(records) <= 2000 + most_per_wave
+    assert records[0]["run"]["budget_tokens"] == 2000
+
+    out = tmp_path / "r.jsonl"  # a killed run resumed: the budget counts what the file already spent
+    engine.solve(problems, strategy="adaptive-n", config=config, budget_tokens=2000, out=out, progress=False)
+    kept = out.read_text().splitlines()[:3]
+    out.write_text("\n".join(kept) + "\n")
+    again = engine.solve(problems, strategy="adaptive-n", config=config, budget_tokens=2000, out=out, progress=False)
+    done = spent([json.loads(line) for line in kept])
+    new = spent(again) - done
+    assert new <= max(0, 2000 - done) + 3 * most_per_wave  # what was left, and at most a wave for each of the 3
+
+
+def test_a_budget_needs_a_strategy_that_allocates(engine):
+    with pytest.raises(ValueError, match="strategy 'fixed' spends per problem and cannot share a run's budget"):
+        engine.solve([HARD], budget_tokens=1000, progress=False)

@@ -135,14 +135,17 @@ class FakeActor:
     def __init__(self, ray: FakeRay, pid: int):
         self.ray, self.pid = ray, pid
         self.describe = type("M", (), {"remote": lambda _: {"pid": pid, "host": "here"}})()
-        self.solve = type("M", (), {"remote": lambda _, chunk: self._solve(chunk)})()
+        self.solve = type("M", (), {"remote": lambda _, chunk, budget=None: self._solve(chunk, budget)})()
+        self.budgets = []
 
-    def _solve(self, chunk):
+    def _solve(self, chunk, budget):
+        self.budgets.append(budget)
         for problem in chunk:  # a poisoned problem kills the actor before its record
             if problem.id in self.ray.poison:
                 yield self.ray.exceptions.RayActorError("The actor died unexpectedly")
                 return
-            yield {"id": problem.id, "status": "ok", "run": {"strategy": "fixed", "n": 2}}
+            compute = {"generated_tokens": 50, "verifier_tokens": 10}
+            yield {"id": problem.id, "status": "ok", "run": {"strategy": "fixed", "n": 2}, "compute": compute}
 
 
 class FakeRun:
@@ -171,6 +174,22 @@ def test_a_dead_workers_chunk_is_retried_and_a_poison_problem_fails_alone():
     assert run.checked == [{"strategy": "fixed", "n": 2}]  # the file checked once against the actors' settings
     assert driver.deaths == {"p3": MAX_WORKER_DEATHS}
     assert sum(w.died for w in driver.stats()) == MAX_WORKER_DEATHS  # each death replaced its actor
+
+
+def test_the_driver_hands_each_chunk_its_share_of_the_run_budget():
+    ray, run = FakeRay(poison=set()), FakeRun()
+    problems = [Problem(f"p{i}", "x") for i in range(8)]
+    actors = []
+
+    def make_actor():
+        actors.append(FakeActor(ray, 100 + len(actors)))
+        return actors[-1]
+
+    job = Job(None, RunConfig("adaptive-n", budget_tokens=1000), None)
+    driver = Driver(ray, make_actor, job, run, [problems[:4], problems[4:]], 1, print)
+    driver.loop()
+    assert [b for a in actors for b in a.budgets] == [500, 760]  # 1000 x 4/8; then what is left after 240 spent
+    assert driver.budget.spent == 8 * 60  # every record's generated + verifier tokens, reservations trued up
 
 
 def test_an_actor_that_cannot_build_its_engine_stops_the_run():

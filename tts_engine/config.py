@@ -16,7 +16,7 @@ from typing import Any
 from .answers.grading import GRADERS
 from .backends import check_backend
 from .pipeline.records import abstains
-from .settings import check_probability, setting
+from .settings import check_int, check_probability, setting
 from .strategies.registry import DEFAULT_STRATEGY
 from .verifiers import SCORE_NORMS
 from .verifiers.choose import RENAMED_VERIFIERS, VERIFIERS, verifier_kind
@@ -109,12 +109,24 @@ class RunConfig:
     abstain_below: float | None = None
     """Abstain where an answer's p_correct is below this probability: the answer is recorded as abstained (with
     its p_correct and the answer it would have given) and counts as not answered."""
+    budget_tokens: int | None = None
+    """One token budget for the whole run: generated and verifier tokens (prompt tokens do not count). A strategy
+    that allocates (adaptive-n) gives every problem a first wave, then each wave to the open problems where it is
+    expected to raise p_correct most per token; the run spends at most this plus one wave."""
 
     def __post_init__(self) -> None:
-        from .strategies.registry import strategy_entry
+        from .strategies.registry import strategies, strategy_entry
 
-        strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
+        entry = strategy_entry(self.strategy)  # an unknown strategy fails here, naming the known ones
         self.abstain_below = check_probability("abstain_below", self.abstain_below)
+        if self.budget_tokens is not None:
+            check_int("budget_tokens", self.budget_tokens)
+            if not entry.allocates:
+                takers = [name for name, e in strategies().items() if e.allocates]
+                raise ValueError(
+                    f"budget_tokens: strategy {self.strategy!r} spends per problem and cannot share a run's budget; "
+                    f"use {' or '.join(takers)}"
+                )
 
     @classmethod
     def of(cls, settings: Any) -> "RunConfig":
@@ -123,7 +135,8 @@ class RunConfig:
 
     def run_block(self) -> dict[str, Any]:
         """What the results' run block says of these settings besides the strategy."""
-        return {} if self.abstain_below is None else {"abstain_below": self.abstain_below}
+        named = {"abstain_below": self.abstain_below, "budget_tokens": self.budget_tokens}
+        return {k: v for k, v in named.items() if v is not None}
 
     def abstention(self, p_correct: float) -> dict[str, bool]:
         """{"abstained": ...} of an answer with this p_correct (`abstains`) when a threshold is set, else {}."""
@@ -144,8 +157,9 @@ class Job:
     strict: bool = False
     """A problem that cannot be solved ends the run (else it is recorded as failed)."""
 
-    def solve(self, engine, problems, **loop: Any) -> list[dict[str, Any]]:
-        """`engine.solve` of these settings; `loop`: out, progress, retry_failed, on_record, ..."""
+    def solve(self, engine, problems, run: RunConfig | None = None, **loop: Any) -> list[dict[str, Any]]:
+        """`engine.solve` of these settings (`run` in place of the job's own: a chunk's share of the budget);
+        `loop`: out, progress, retry_failed, on_record, ..."""
         return engine.solve(
-            problems, self.params, run=self.run, config=self.strategy_config, strict=self.strict, **loop
+            problems, self.params, run=run or self.run, config=self.strategy_config, strict=self.strict, **loop
         )

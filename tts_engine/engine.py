@@ -16,6 +16,7 @@ from .params import SOLVE_DEFAULTS, SamplingParams
 from .pipeline.build import Pipeline
 from .pipeline.calibration import find_calibration
 from .strategies.parts import Parts
+from .strategies.plan import TokenBudget
 from .verifiers.choose import StepScoring, build_verifier
 
 log = logging.getLogger(__name__)
@@ -126,21 +127,17 @@ class Engine:
         """Solve every problem with one strategy; results lines (docs/results.md) in input order, written to `out`
         as each problem finishes (a rerun with the same `out` resumes).
 
-        `keywords` are the run's settings (`RunConfig`: strategy, abstain_below; or pass `run`) and the sampling
-        settings (`SamplingParams`' fields: n, temperature, top_p, max_new_tokens, seed, top_logprobs, ...; n
-        defaults to 16 here, SOLVE_DEFAULTS; or pass `params`, whose stop strings are added to the model's own, as
-        are `stop`). `config` is the strategy's settings object (its registered type; defaults when None);
-        `step_scorer` replaces a search's step scorer (any `StepScorer`); `on_record` sees each results line as
-        its problem finishes; `on_progress` a `RoundProgress` for every problem still open after a round of the
-        strategies that work in rounds.
+        `keywords` are the run's settings (`RunConfig`: strategy, abstain_below, budget_tokens; or pass `run`) and
+        the sampling settings (`SamplingParams`' fields, n 16 by default; or pass `params`; its stop strings and
+        `stop` are added to the model's own). `config` is the strategy's settings object (defaults when None);
+        `step_scorer` replaces a search's step scorer; `on_record` sees each results line as its problem finishes;
+        `on_progress` a `RoundProgress` for every problem still open after a round.
 
-        A problem whose prompt does not fit the model's context, or whose rows fail even alone, is recorded with
-        its `status` (no samples; not solved) and the run goes on; `strict=True` raises instead (a ValueError
-        naming the problem). `retry_failed=True` solves again the problems `out` holds as failed. `out` holds one
-        experiment: resuming it with other sampling, model, verifier or strategy settings is a ValueError naming
-        them, unless `overwrite=True` replaces the file. Every vote
-        carries `p_correct`, the probability that its answer is right (`tts_engine.pipeline.calibration`); with
-        `abstain_below` a vote whose p_correct is below it is marked `abstained` (it counts as not answered)."""
+        A problem whose prompt does not fit, or whose rows fail even alone, is recorded with its `status` and the
+        run goes on (`strict=True` raises instead); `retry_failed=True` solves again the problems `out` holds as
+        failed. `out` holds one experiment: resuming it with other sampling, model, verifier or strategy settings is
+        a ValueError naming them, unless `overwrite=True` replaces the file. Every vote carries `p_correct`
+        (`tts_engine.pipeline.calibration`); with `abstain_below` a vote below it is marked `abstained`."""
         from .running.loop import run_plan
         from .strategies.registry import record_kinds, strategy_entry
 
@@ -153,6 +150,8 @@ class Engine:
             raise ValueError(f"strategy {entry.name!r} takes no {type(config).__name__} settings")
         entry.check_n(params.n, config)
         extra = {"step_scorer": step_scorer} if step_scorer is not None else {}
+        budget = TokenBudget(run.budget_tokens) if run.budget_tokens is not None else None
+        extra |= {"budget": budget} if budget is not None else {}
         headline = entry.headline(self.parts, config)
         calibration = self.calibration.for_family(entry.family, headline)  # the fits of this strategy's family
         parts = replace(self.parts, pipeline=self.parts.pipeline.with_calibration(calibration))
@@ -173,6 +172,7 @@ class Engine:
             retry_failed=retry_failed,
             overwrite=overwrite,
             settings=run,
+            budget=budget,
         )
 
     def unfit_prompts(self, problems: Sequence[Problem]) -> list[Any]:

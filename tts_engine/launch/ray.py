@@ -23,11 +23,13 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 from ..config import Job
 from ..inputs.problems import Problem
+from ..running.loop import spent_tokens
+from ..strategies.plan import TokenBudget
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +101,17 @@ class SolveWorker:
         """Who this worker is: its process id and host (the driver names workers by them)."""
         return {"pid": os.getpid(), "host": socket.gethostname()}
 
-    def solve(self, problems: list[Problem]) -> Iterator[dict[str, Any]]:
+    def solve(self, problems: list[Problem], budget_tokens: int | None = None) -> Iterator[dict[str, Any]]:
         """Records of `problems`, each yielded as it finishes (a Ray streaming generator: the driver writes a
-        record before the chunk ends, so a worker that dies mid-chunk loses only what it had not yielded)."""
+        record before the chunk ends, so a worker that dies mid-chunk loses only what it had not yielded), within
+        the chunk's share of the run's token budget where there is one."""
+        run = replace(self.job.run, budget_tokens=budget_tokens) if budget_tokens is not None else self.job.run
         records: queue.Queue = queue.Queue()
         end = object()
 
         def work() -> None:
             try:
-                self.job.solve(self.engine, problems, on_record=records.put, out=None, progress=False)
+                self.job.solve(self.engine, problems, run=run, on_record=records.put, out=None, progress=False)
                 records.put(end)
             except BaseException as err:  # noqa: BLE001 - re-raised in the actor's own thread below
                 records.put(err)
@@ -184,6 +188,10 @@ class Task:
     """The actor's `solve` ObjectRefGenerator."""
     pending: dict[str, Problem]
     started: float = field(default_factory=time.perf_counter)
+    budget: int | None = None
+    """The chunk's share of the run's token budget (reserved when it was handed out)."""
+    spent: int = 0
+    """What its returned records spent against the budget."""
 
 
 class Driver:
@@ -196,6 +204,9 @@ class Driver:
         self.deaths: dict[str, int] = {}
         self.tasks: list[Task] = []
         self.run_block: dict[str, Any] = {"strategy": job.run.strategy}
+        self.budget = TokenBudget(job.run.budget_tokens) if job.run.budget_tokens is not None else None
+        if self.budget is not None:  # the driver allocates: each chunk its share of what is left
+            self.budget.start(sum(len(c) for c in chunks), sum(spent_tokens(r) for r in run.done.values()))
         self.slots = [Slot(i) for i in range(workers)]
         self.retired: list[WorkerStats] = []
         for slot in self.slots:
@@ -251,8 +262,11 @@ class Driver:
             chunk = self._next_chunk()
             if chunk is None:
                 return
-            stream = slot.actor.solve.remote(chunk)
-            self.tasks.append(Task(slot, stream, {p.id: p for p in chunk}))
+            share = self.budget.share(len(chunk)) if self.budget is not None else None
+            if self.budget is not None:
+                self.budget.charge(share, len(chunk))  # reserved; trued up when the chunk ends
+            stream = slot.actor.solve.remote(chunk, share)
+            self.tasks.append(Task(slot, stream, {p.id: p for p in chunk}, budget=share))
 
     def loop(self) -> None:
         """Until every chunk is done: hand out chunks, then wait for the next record, chunk end or started actor."""
@@ -285,6 +299,7 @@ class Driver:
 
     def _write(self, record: dict[str, Any], task: Task) -> None:
         task.pending.pop(record["id"], None)
+        task.spent += spent_tokens(record)
         if record["id"] in self.run.done:  # a retried problem that its first worker also returned
             return
         if record.get("status", "ok") == "ok" and self.run_block.keys() == {"strategy"}:
@@ -296,6 +311,8 @@ class Driver:
     def _close(self, task: Task) -> None:
         task.slot.stats.busy_s += time.perf_counter() - task.started
         self.tasks.remove(task)
+        if self.budget is not None and task.budget is not None:
+            self.budget.spent += task.spent - task.budget  # what the chunk spent, in place of its reservation
         if task.pending:  # an actor that ends a chunk without a record of each problem is a bug, not a loss
             raise LaunchError(f"{task.slot.stats.name} returned no record for {sorted(task.pending)}")
 

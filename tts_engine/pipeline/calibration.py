@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .futility import DEFAULT_PRIOR, AcceptancePrior
 from .records import ProblemRecord, SampleRecord, voting_samples
 
 FILE_NAME = "calibration.json"
@@ -110,6 +111,14 @@ class Calibration:
     """The kind the uncalibrated mapping reads (the engine's headline kind; None: votes only)."""
     family: str = FIXED
     """The strategy family of the records it annotates: only that family's fits apply."""
+    acceptance: list[AcceptancePrior] = field(default_factory=list)
+    """Priors over the share of a problem's samples the verifier accepts, per score kind (`futility`): what an
+    adaptive strategy's futility stop reads."""
+
+    def acceptance_prior(self, kind: str | None) -> tuple[float, float]:
+        """(alpha, beta) of the acceptance prior fitted for score `kind`, else `DEFAULT_PRIOR`."""
+        fitted = next((p for p in self.acceptance if p.kind == kind), None)
+        return (fitted.alpha, fitted.beta) if fitted is not None else DEFAULT_PRIOR
 
     @property
     def calibrated(self) -> bool:
@@ -164,7 +173,12 @@ class Calibration:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(json.dumps({"version": 1, "fits": [asdict(f) for f in self.fits]}, indent=1) + "\n")
+        data = {
+            "version": 1,
+            "fits": [asdict(f) for f in self.fits],
+            "acceptance": [asdict(p) for p in self.acceptance],
+        }
+        path.write_text(json.dumps(data, indent=1) + "\n")
         return path
 
 
@@ -174,6 +188,7 @@ def load_calibration(path: str | Path, headline_kind: str | None = None) -> Cali
     try:
         data = json.loads(path.read_text())
         fits = [Fit(**fit) for fit in data["fits"]]
+        acceptance = [AcceptancePrior(**prior) for prior in data.get("acceptance", [])]
     except FileNotFoundError:
         raise FileNotFoundError(f"calibration file {path} does not exist (make one with `tts calibrate`)") from None
     except (json.JSONDecodeError, KeyError, TypeError) as err:
@@ -183,7 +198,7 @@ def load_calibration(path: str | Path, headline_kind: str | None = None) -> Cali
             raise ValueError(
                 f"{path}: the fit on {fit.kind} lists {len(fit.features)} features but not as many weights"
             )
-    return Calibration(fits, _shown(path), headline_kind)
+    return Calibration(fits, _shown(path), headline_kind, acceptance=acceptance)
 
 
 def _shown(path: Path) -> str:

@@ -18,7 +18,7 @@ from ..config import RunConfig
 from ..inputs.problems import Problem
 from ..pipeline.failures import ProblemFailedError
 from ..pipeline.records import ProblemRecord, failure_record, strategy_of
-from ..strategies.plan import Plan, RoundProgress
+from ..strategies.plan import Plan, RoundProgress, TokenBudget
 from .results import ResultsWriter, record_status
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,12 @@ def results_line(record: ProblemRecord, run_block: dict[str, Any], settings: Run
     return record.to_json()
 
 
+def spent_tokens(record: dict[str, Any]) -> int:
+    """What a results line's problem cost against a run's budget: generated and verifier tokens."""
+    compute = record.get("compute") or {}
+    return compute.get("generated_tokens", 0) + compute.get("verifier_tokens", 0)
+
+
 def chunks(items: Sequence[Problem], size: int) -> Iterator[Sequence[Problem]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -134,6 +140,7 @@ def run_plan(
     retry_failed: bool = False,
     overwrite: bool = False,
     settings: RunConfig | None = None,
+    budget: TokenBudget | None = None,
 ) -> list[dict[str, Any]]:
     """Drive `plan` over the problems not yet in `out`, chunk by chunk; results lines in input order. `run_block` is
     every record's "run" block (it names the strategy).
@@ -143,8 +150,11 @@ def run_plan(
     long before any generation, or the plan raises `ProblemFailedError` for it) is recorded with its status and the
     rest of its chunk goes on; `strict` makes the first failure end the run instead (a ValueError). `retry_failed`
     solves again the problems `out` holds as failed; a file written with other settings is refused, unless
-    `overwrite` replaces it; `settings` (the run's) say when a vote abstains."""
+    `overwrite` replaces it; `settings` (the run's) say when a vote abstains; a `budget` starts with what the file
+    already spent."""
     run = Run(problems, out, progress, run_block, retry_failed, overwrite)
+    if budget is not None:
+        budget.start(len(run.todo), sum(spent_tokens(r) for r in run.done.values()))
 
     def finish(record: ProblemRecord) -> None:
         line = results_line(record, run_block, settings)

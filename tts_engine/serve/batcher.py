@@ -2,7 +2,7 @@
 
 Engine.solve is synchronous and CPU/GPU-bound, so it runs on one thread fed by a bounded queue. The first
 request of a batch waits a moment (`_gathering_window`) for others with the same settings (`SolveRequest.
-batch_key`: strategy, sampling settings, strategy settings), up to `max_batch_rows`
+batch_key`: strategy, token budget, sampling settings, strategy settings), up to `max_batch_rows`
 samples; their problems go to the engine in one call, so N users cost about what one batch of their problems
 costs. Requests with other settings wait, in order, for a later batch.
 
@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import RunConfig
 from ..inputs.problems import Problem
 from .schema import ApiError, SolveRequest
 
@@ -267,10 +268,11 @@ class Batcher:
                     confidence=round(update.confidence, 6),
                 )
 
+        budget = request.run.budget_tokens
         records = self.engine.solve(
             problems,
             request.params,
-            strategy=request.run.strategy,
+            run=RunConfig(request.run.strategy, budget_tokens=budget * len(batch) if budget is not None else None),
             config=request.config,
             progress=False,
             strict=True,  # a prompt that does not fit is the request's 400, never a record

@@ -81,9 +81,15 @@ class SolveRequest:
 
     @property
     def batch_key(self) -> tuple:
-        """Requests with equal keys can share one Engine.solve call."""
+        """Requests with equal keys can share one Engine.solve call (a budget is per request: a batch of k requests
+        shares k budgets)."""
         config = json.dumps(dataclasses.asdict(self.config), sort_keys=True) if self.config is not None else None
-        return (self.run.strategy, json.dumps(dataclasses.asdict(self.params), sort_keys=True), config)
+        return (
+            self.run.strategy,
+            self.run.budget_tokens,
+            json.dumps(dataclasses.asdict(self.params), sort_keys=True),
+            config,
+        )
 
     @property
     def rows_per_problem(self) -> int:

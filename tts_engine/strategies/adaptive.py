@@ -26,10 +26,11 @@ from ..backends.base import Sample
 from ..inputs.problems import Problem
 from ..params import SamplingParams
 from ..pipeline.aggregate import aggregation_keys, headline_vote
+from ..pipeline.futility import accepted_count, chance_of_acceptance
 from ..pipeline.records import ProblemRecord, StrategyBlock, strategy_of
-from ..settings import check_int, is_int, setting
+from ..settings import check_int, check_probability, is_int, setting
 from .parts import Parts
-from .plan import RoundProgress
+from .plan import RoundProgress, TokenBudget
 from .registry import BlockView, record_kinds, register_strategy
 from .rounds import (
     CONFIDENCE_OVER,
@@ -116,9 +117,13 @@ class AdaptiveConfig:
     """adaptive-n: fewest samples before stopping."""
     max_n: int = 64
     """adaptive-n: most samples (replaces --n)."""
+    futility: float = 0.1
+    """adaptive-n: stop a problem as futile once the chance that its samples up to --max-n bring one the verifier
+    accepts (headline score >= .5) falls below this (tts_engine.pipeline.futility; 0: never). Needs a verifier."""
 
     def __post_init__(self) -> None:
         self.budgets = check_budgets(self.budgets)
+        self.futility = check_probability("futility", self.futility)
         if self.tau is not None:
             self.tau = check_tau(self.tau)
         check_waves(self.wave, self.min_n, self.max_n)
@@ -169,25 +174,43 @@ def _progress(record: ProblemRecord, rule: _Rule) -> RoundProgress:
 
 # --- adaptive length ---------------------------------------------------------------------------------------
 def format_adaptive_summary(records: Sequence[dict[str, Any]]) -> list[str]:
-    """One line on what an adaptive run spent: budgets / N reached and why problems stopped."""
-    blocks = [(r["run"].get("strategy"), r["adaptive"]) for r in records if "adaptive" in r]
-    if not blocks:
+    """What an adaptive run spent: budgets / N reached, why problems stopped and what each group cost, and the run's
+    token budget against what it spent."""
+    with_block = [r for r in records if "adaptive" in r]
+    if not with_block:
         return []
-    strategy, first = strategy_of(next(r for r in records if "adaptive" in r)), blocks[0][1]
-    reasons = Counter(b["stopped_because"] for _, b in blocks)
-    spent = sum(b["tokens_spent"] for _, b in blocks) / len(blocks)
+    blocks = [r["adaptive"] for r in with_block]
+    first = blocks[0]
+    spent = sum(b["tokens_spent"] for b in blocks) / len(blocks)
     if "budget_reached" in first:
-        reached = Counter(b["budget_reached"] for _, b in blocks)
+        reached = Counter(b["budget_reached"] for b in blocks)
         where = "budget reached: " + ", ".join(f"{k}: {v}" for k, v in sorted(reached.items()))
     else:
-        where = f"mean N used: {sum(b['n_used'] for _, b in blocks) / len(blocks):.1f}{_n_by_verdict(records)}"
-    why = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
+        where = f"mean N used: {sum(b['n_used'] for b in blocks) / len(blocks):.1f}{_n_by_verdict(records)}"
     over = "" if first.get("confidence_over", "answered") == "answered" else " over all samples"
     signal = f"{first.get('stop_on', 'share')} of "
-    return [
-        f"{strategy} ({signal}{first['confidence_from']}{over}, tau={first['tau']}): {where}; "
-        f"stopped: {why}; generated tokens / problem: {spent:.1f}"
+    lines = [
+        f"{strategy_of(with_block[0])} ({signal}{first['confidence_from']}{over}, tau={first['tau']}): {where}; "
+        f"generated tokens / problem: {spent:.1f}",
+        "  stopped: " + "; ".join(_stop_groups(blocks)),
     ]
+    budget = with_block[0]["run"].get("budget_tokens")
+    if budget is not None:
+        total = sum(b["tokens_spent"] + b["verifier_tokens_spent"] for b in blocks)
+        lines.append(f"  run budget: {budget:,} tokens (generated + verifier), spent {total:,}")
+    return lines
+
+
+def _stop_groups(blocks: Sequence[dict[str, Any]]) -> list[str]:
+    """Per stop reason: how many problems, and their mean samples and tokens (generated + verifier)."""
+    out = []
+    for reason in sorted({b["stopped_because"] for b in blocks}):
+        group = [b for b in blocks if b["stopped_because"] == reason]
+        tokens = sum(b["tokens_spent"] + b["verifier_tokens_spent"] for b in group) / len(group)
+        n = [b["n_used"] for b in group if "n_used" in b]
+        samples = f", {sum(n) / len(n):.1f} samples" if n else ""
+        out.append(f"{reason} {len(group)} ({tokens:.0f} tokens{samples} / problem)")
+    return out
 
 
 def _n_by_verdict(records: Sequence[dict[str, Any]]) -> str:
@@ -314,6 +337,11 @@ def _finish(record: ProblemRecord, rule: _Rule, track: Track, confidence: float,
     return record
 
 
+def _spent(record: ProblemRecord, track: Track) -> int:
+    """A problem's tokens so far: what its samples generated and what every round's verifier computed."""
+    return record.compute.generated_tokens + track.verifier_tokens
+
+
 def _length_stop(
     confidence: float, tau: float, next_budget: int | None, samples: Sequence[Sample], max_model_len: int
 ) -> str | None:
@@ -336,45 +364,110 @@ def _length_stop(
     summary_lines=format_adaptive_summary,
     request_caps=CAPS,
     view=BlockView("adaptive", "rounds", "Adaptive waves", threshold="tau", wave="wave"),
+    allocates=True,
     calibration_family="adaptive",
 )
 class AdaptiveNPlan:
-    """Samples in waves of `wave` per open problem until its confidence reaches tau (>= min_n samples) or max_n."""
+    """Samples in waves of `wave` per open problem until its p_correct reaches tau (>= min_n samples), more samples
+    are unlikely to bring one the verifier accepts (futile), or max_n; with a token budget, each wave after the
+    first goes to the open problems where it is expected to raise p_correct most per token."""
 
     name = "adaptive-n"
 
-    def __init__(self, parts: Parts, params: SamplingParams, config: AdaptiveConfig):
+    def __init__(
+        self, parts: Parts, params: SamplingParams, config: AdaptiveConfig, *, budget: TokenBudget | None = None
+    ):
         self.parts, self.wave, self.min_n = parts, config.wave, config.min_n
         self.rule = _rule(parts, params, config, self.name)
         self.params = replace(params, n=config.max_n)
         self.rows_per_problem = config.wave
+        self.futility = config.futility if parts.headline_kind is not None else 0.0
+        self.prior = parts.pipeline.calibration.acceptance_prior(parts.headline_kind)
+        self.budget = budget
         settings = {"wave": config.wave, "min_n": config.min_n, "max_n": config.max_n, **self.rule.block()}
+        settings |= {"futility": self.futility} | ({"budget_tokens": budget.total} if budget else {})
         self.run_block = {**parts.run_info(self.params), "adaptive": settings}
         self.verifier = cached(parts.verifier)
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord | RoundProgress]:
         """Waves over one chunk of problems; yields each record as its problem finishes."""
-        parts, params, rule, max_n = self.parts, self.params, self.rule, self.params.n
+        parts, params, rule = self.parts, self.params, self.rule
         clock, prompts, tracks = Clock(), parts.prompts.build(problems), [Track() for _ in problems]
         samples: list[list[Sample]] = [[] for _ in problems]  # (P, n so far)
-        open_rows, wave_index = list(range(len(problems))), 0
-        while open_rows:
-            size = min(self.wave, max_n - len(samples[open_rows[0]]))  # every open problem has as many samples
-            step = replace(params, n=size, seed=derive_seed(params.seed, "wave", wave_index))
-            new = generate(parts, [problems[i] for i in open_rows], [prompts[i] for i in open_rows], step)
-            for i, row in zip(open_rows, new):
-                samples[i].extend(row)
-            wave_index += 1
-            still_open = []
+        waves = [0] * len(problems)  # waves drawn per problem
+        latest: list[ProblemRecord | None] = [None] * len(problems)
+        allowance = self.budget.share(len(problems)) if self.budget else None
+        open_rows, chosen = set(range(len(problems))), list(range(len(problems)))  # every problem's first wave
+        while chosen:
+            self._draw(problems, prompts, samples, waves, chosen)
             for i, record in score_open(
-                parts, problems, prompts, samples, open_rows, params, self.verifier, clock, tracks
+                parts, problems, prompts, samples, chosen, params, self.verifier, clock, tracks
             ):
-                confidence, used = tracks[i].observe(record, rule.signal(record)), len(samples[i])
-                enough = used >= self.min_n and confidence >= rule.tau
-                reason = "confident" if enough else "max_n" if used >= max_n else None
+                latest[i], confidence = record, tracks[i].observe(record, rule.signal(record))
+                reason = self._stop(record, confidence, len(samples[i]))
                 if reason is None:
-                    still_open.append(i)
                     yield _progress(record, rule)
                     continue
-                yield _finish(record, rule, tracks[i], confidence, reason, n_used=used, waves=wave_index)
-            open_rows = still_open
+                open_rows.discard(i)
+                yield _finish(record, rule, tracks[i], confidence, reason, n_used=len(samples[i]), waves=waves[i])
+            if allowance is None:
+                chosen = sorted(open_rows)
+            else:
+                spent = sum(_spent(r, t) for r, t in zip(latest, tracks) if r is not None)
+                chosen = self._allocate(open_rows, latest, tracks, allowance - spent)
+        for i in sorted(open_rows):  # the budget ran out with these still open
+            confidence = tracks[i].confidences[-1]
+            yield _finish(latest[i], rule, tracks[i], confidence, "budget", n_used=len(samples[i]), waves=waves[i])
+        if self.budget is not None:
+            self.budget.charge(sum(_spent(r, t) for r, t in zip(latest, tracks) if r is not None), len(problems))
+
+    def _draw(self, problems, prompts, samples, waves, rows) -> None:
+        """One wave for each of `rows`: its problem's next `wave` samples (fewer at max_n), drawn with the seed of
+        that problem's wave number (so a problem's samples do not depend on which others shared the call)."""
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i in rows:
+            groups.setdefault((min(self.wave, self.params.n - len(samples[i])), waves[i]), []).append(i)
+        for (size, wave_index), group in sorted(groups.items()):
+            step = replace(self.params, n=size, seed=derive_seed(self.params.seed, "wave", wave_index))
+            new = generate(self.parts, [problems[i] for i in group], [prompts[i] for i in group], step)
+            for i, row in zip(group, new):
+                samples[i].extend(row)
+                waves[i] += 1
+
+    def _stop(self, record: ProblemRecord, confidence: float, used: int) -> str | None:
+        """Why a problem stops after this wave, or None to keep it open."""
+        if used >= self.min_n and confidence >= self.rule.tau:
+            return "confident"
+        if used >= self.params.n:
+            return "max_n"
+        if self.futility > 0 and self._chance(record, used, self.params.n - used) < self.futility:
+            return "futile"
+        return None
+
+    def _chance(self, record: ProblemRecord, used: int, more: int) -> float:
+        """The chance that `more` samples bring one the verifier accepts (`tts_engine.pipeline.futility`)."""
+        accepted = accepted_count([s.scores.get(self.parts.headline_kind, 0.0) for s in record.samples])
+        return chance_of_acceptance(*self.prior, accepted, used, more)
+
+    def _allocate(self, open_rows: set[int], latest, tracks, left: int) -> list[int]:
+        """The open problems that get the next wave: by expected gain in p_correct per token (the chance the wave
+        brings an accepted sample times the p_correct still missing, over the wave's tokens), while `left` lasts;
+        the last one chosen may pass it by at most its wave."""
+        if left <= 0:
+            return []
+        value = {}
+        for i in open_rows:
+            record, used = latest[i], len(latest[i].samples)
+            gain = self._chance(record, used, min(self.wave, self.params.n - used)) * (1.0 - tracks[i].confidences[-1])
+            value[i] = (gain / max(1.0, self._wave_cost(record, tracks[i])), -i)
+        chosen, cost = [], 0.0
+        for i in sorted(open_rows, key=value.get, reverse=True):
+            if cost >= left:
+                break
+            chosen.append(i)
+            cost += self._wave_cost(latest[i], tracks[i])
+        return sorted(chosen)
+
+    def _wave_cost(self, record: ProblemRecord, track: Track) -> float:
+        """A wave's expected tokens: `wave` samples at what this problem's samples have cost so far."""
+        return self.wave * _spent(record, track) / max(1, len(record.samples))

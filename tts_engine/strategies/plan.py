@@ -36,3 +36,28 @@ class Plan(Protocol):
         """One record per problem of the chunk, yielded as each finishes (any order), with optional
         `RoundProgress` items for problems still open."""
         ...
+
+
+class TokenBudget:
+    """One token budget for a whole run (`RunConfig.budget_tokens`): generated and verifier tokens, not prompts.
+
+    The run loop starts it with the problems left to solve and what the results file already spent; a plan that
+    allocates (adaptive-n) takes each chunk's share of what is left, spends it on the problems where it pays most,
+    and charges what it spent. The run never spends more than the budget plus one wave."""
+
+    def __init__(self, total: int):
+        self.total, self.spent, self.problems_left = total, 0, 0
+
+    def start(self, problems: int, spent: int) -> None:
+        """A run of `problems` still to solve, after a resumed file's `spent` tokens."""
+        self.problems_left, self.spent = problems, spent
+
+    def share(self, problems: int) -> int:
+        """The tokens a chunk of `problems` may spend: what is left, in proportion to the problems left."""
+        left = max(0, self.total - self.spent)
+        return left if problems >= self.problems_left else left * problems // max(1, self.problems_left)
+
+    def charge(self, tokens: int, problems: int) -> None:
+        """A chunk of `problems` done, having spent `tokens`."""
+        self.spent += tokens
+        self.problems_left = max(0, self.problems_left - problems)

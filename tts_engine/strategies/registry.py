@@ -121,6 +121,8 @@ class StrategyEntry:
     """The settings a server request may set (default: every field of `config_type`)."""
     view: BlockView | None = None
     """How `tts view` shows the strategy's block of a record (None: the strategy writes none)."""
+    allocates: bool = False
+    """The strategy takes a run's token budget (`budget=TokenBudget` at build) and shares it across problems."""
     calibration_family: str | None = None
     """The strategies whose records share p_correct's fits (`tts_engine.pipeline.calibration`): a strategy that stops
     early or searches keeps other answers than fixed sampling does. Default: its own name."""
@@ -147,7 +149,7 @@ _STRATEGIES: dict[str, StrategyEntry] = {}
 def register_strategy(name: str, *, config_type: type | None = None, help: str = "", **declared: Any):
     """Class or function decorator: `build(parts, params, config, **extra) -> Plan` under `name`; `declared`
     sets the entry's other fields (samples, verifier_kinds, headline, summary_lines, n_rule, request_caps,
-    request_fields, view, calibration_family). A settings field that collides with another strategy's fails here."""
+    request_fields, view, allocates, calibration_family). A settings field that collides with another strategy's fails here."""
 
     def decorate(build):
         if name in _STRATEGIES and _STRATEGIES[name].build is not build:
