@@ -75,12 +75,12 @@ class Engine:
         """What every strategy is built from."""
         c, prompts = self.config, Prompts(self.prompt_config, backend)
         device = str(backend.device) if backend.device is not None else None  # where a PRM loads
-        identity = {"model": self.model_label, "num_parameters": backend.num_parameters}
-        identity |= {"backend": backend.name, "verifier": self.verifier_name}
-        identity |= {"score_norm": c.score_norm, "grader": c.grader}
+        identity = {"model": self.model_label, "num_parameters": backend.num_parameters, "backend": backend.name}
+        identity |= {"verifier": self.verifier_name, "score_norm": c.score_norm, "grader": c.grader}
+        reading = {"markers": self.prompt_config.markers, "count_tokens": lambda text: len(backend.encode(text))}
         return Parts(
             backend=backend,
-            pipeline=Pipeline(self.calibration, grader=c.grader, judge=self.judge),
+            pipeline=Pipeline(self.calibration, grader=c.grader, judge=self.judge, **reading),
             prompts=prompts,
             verifier=self.verifier,
             headline_kind=self.headline_kind,

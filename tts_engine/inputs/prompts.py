@@ -65,6 +65,16 @@ class PromptConfig:
     check_samples: int = 1
     """Re-solves per distinct solution (`check_answer_score`); `verifier_answer` is their mean. More than 1 only
     with `check_temperature` > 0 (greedy re-solves are all the same)."""
+    think_start: str = "<think>"
+    """Where a thinking model's trace starts (R1 and Qwen3 write `<think>`). A sample with neither marker has no
+    trace and is read whole; answers are read after the trace."""
+    think_end: str = "</think>"
+    """Where its trace ends."""
+    answer_forcing: str = "\n</think>\n\nFinal answer: \\boxed{"
+    """Appended to a trace cut at a thinking budget (or probed) to make the model answer at once (s1's forced
+    answer); it ends the trace."""
+    continue_text: str = "Wait"
+    """What replaces the end of a trace that ends too early under budget forcing (s1's "Wait")."""
 
     def __post_init__(self) -> None:
         if "{problem}" not in self.template:
@@ -84,11 +94,20 @@ class PromptConfig:
             raise ValueError(
                 f"check_samples = {self.check_samples} needs check_temperature > 0: greedy re-solves are all the same"
             )
+        if self.think_end and self.think_end not in self.answer_forcing:
+            raise ValueError(f"answer_forcing must end the trace: it must contain think_end {self.think_end!r}")
         if not self.check_resolve and self.verify_form != "resolve":
             raise ValueError(
                 "check_resolve = false reads verifier_path, which needs a re-solving checkpoint (verify_form resolve)"
             )
         self.stop = tuple(self.stop)
+
+    @property
+    def markers(self):
+        """The thinking markers (`tts_engine.answers.thinking.ThinkingMarkers`)."""
+        from ..answers.thinking import ThinkingMarkers
+
+        return ThinkingMarkers(self.think_start, self.think_end)
 
     def with_check_options(self, options: dict) -> "PromptConfig":
         """A copy with check settings (`check_*` fields) overridden, validated as at construction."""

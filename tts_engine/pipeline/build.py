@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
+from ..answers.thinking import ThinkingMarkers, answer_after_thinking, split_thinking
 from ..backends.base import PromptFailedError, PromptTooLongError, Sample
 from ..inputs.problems import Problem
 from ..params import SamplingParams
@@ -20,16 +21,32 @@ from .confidence import confidence_scores
 from .failures import problem_failure
 from .records import AnswerClass, Compute, ProblemRecord, SampleRecord, voting_samples
 
+NO_TRACE_MARKERS = ThinkingMarkers()
+"""R1's and Qwen3's markers: a sample with neither is read whole."""
+
 
 class Pipeline:
     """Grades, verifies, votes and calibrates samples the same way for every strategy."""
 
-    def __init__(self, calibration: Calibration, *, grader: str = "rule", judge=None):
+    def __init__(
+        self,
+        calibration: Calibration,
+        *,
+        grader: str = "rule",
+        judge=None,
+        markers: ThinkingMarkers = NO_TRACE_MARKERS,
+        count_tokens: Callable[[str], int] | None = None,
+    ):
+        """`markers`: where a thinking model's trace starts and ends (answers are read after it); `count_tokens`:
+        the model's token count of a text (a sample's thinking tokens are recorded apart where it is given)."""
         self.calibration, self.grader, self.judge = calibration, grader, judge
+        self.markers, self.count_tokens = markers, count_tokens
 
     def with_calibration(self, calibration: Calibration) -> "Pipeline":
         """This pipeline with another calibration (a strategy family's, `Calibration.for_family`)."""
-        return Pipeline(calibration, grader=self.grader, judge=self.judge)
+        return Pipeline(
+            calibration, grader=self.grader, judge=self.judge, markers=self.markers, count_tokens=self.count_tokens
+        )
 
     def records(
         self,
@@ -42,16 +59,17 @@ class Pipeline:
         started: float | None = None,
         votes_from: Callable[[SampleRecord], bool] | None = None,
         compute: Sequence[Compute] | None = None,
+        extra_tokens: Sequence[int] | None = None,
     ) -> list[ProblemRecord]:
         """One record per problem of `samples` `# (P, N)`, scored by `verifier` (the engine's, a strategy's wrapper
         of it, or None for likelihood only). `votes_from`: which samples vote (the others keep their answer in the
         record but vote for nothing, e.g. samples a strategy stopped early); default all. `compute`: what each
         problem cost where the strategy counted more than its samples (a search's whole tree); default: the
-        samples' own tokens."""
+        samples' own tokens, plus each problem's `extra_tokens` that the strategy generated beside them (probes)."""
         from ..answers import group_answers_batch
 
         started = time.perf_counter() if started is None else started
-        answers = [[_answer(s.text) for s in row] for row in samples]  # (P, N)
+        answers = [[answer_after_thinking(s.text, self.markers) for s in row] for row in samples]  # (P, N)
         classes = group_answers_batch(answers)
         grades, reasons, judged = self._grade(problems, classes)
         verify_started = time.perf_counter()
@@ -61,6 +79,7 @@ class Pipeline:
         records = []
         for i, problem in enumerate(problems):
             rows = _sample_records(problem, samples[i], answers[i], classes[i], grades[i], verdicts[i], params)
+            self._count_thinking(rows)
             answer_classes = [
                 AnswerClass(rep, size, grade, undecided_because=reason)
                 for rep, size, grade, reason in zip(
@@ -77,7 +96,9 @@ class Pipeline:
                 samples=rows,
                 classes=answer_classes,
                 aggregations=vote_predictions(voters, grades[i], has_reference=problem.reference is not None),
-                compute=compute[i] if compute is not None else _compute(samples[i], rows),
+                compute=compute[i]
+                if compute is not None
+                else _compute(samples[i], rows, extra_tokens[i] if extra_tokens is not None else 0),
                 time_s=round(elapsed, 4),
                 verify_time_s=round(verify_elapsed, 4),
                 judged_pairs=judged[i],
@@ -85,6 +106,15 @@ class Pipeline:
             self.calibration.annotate(record, voters)
             records.append(record)
         return records
+
+    def _count_thinking(self, rows: list[SampleRecord]) -> None:
+        """Each thinking sample's trace tokens (the rest of its tokens are its answer's)."""
+        if self.count_tokens is None:
+            return
+        for row in rows:
+            trace, _ = split_thinking(row.text, self.markers)
+            if trace is not None:
+                row.thinking_tokens = min(row.num_tokens, self.count_tokens(trace))
 
     def _grade(self, problems, classes):
         """Per problem: each class's grade, why grading could not decide (None where it did), and how many of its
@@ -117,16 +147,11 @@ class Pipeline:
         return grades, reasons, judged
 
 
-def _compute(samples: Sequence[Sample], rows: Sequence[SampleRecord]) -> Compute:
-    """The tokens of a problem's samples: its prompt, what they generated, what the verifier computed of them."""
+def _compute(samples: Sequence[Sample], rows: Sequence[SampleRecord], extra: int = 0) -> Compute:
+    """The tokens of a problem's samples: its prompt, what they (and `extra` generation beside them) generated,
+    what the verifier computed of them."""
     prompt_tokens = samples[0].num_prompt_tokens if samples else 0
-    return Compute(prompt_tokens, sum(s.num_tokens for s in samples), sum(s.verifier_tokens for s in rows))
-
-
-def _answer(text: str) -> str | None:
-    from ..answers import extract_answer
-
-    return extract_answer(text)
+    return Compute(prompt_tokens, sum(s.num_tokens for s in samples) + extra, sum(s.verifier_tokens for s in rows))
 
 
 def _sample_records(problem, samples, answers, classes, grades, verdicts, params) -> list[SampleRecord]:

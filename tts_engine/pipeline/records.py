@@ -48,10 +48,12 @@ class SampleRecord:
     """A search beam's node id in its tree."""
     votes: bool = True
     """False: the sample votes for nothing (a strategy stopped it early); its answer stays in the record."""
+    thinking_tokens: int | None = None
+    """A thinking model's sample: the tokens of its trace (the rest of num_tokens are its answer's)."""
 
     def to_json(self) -> dict[str, Any]:
         line = asdict(self)
-        for key in ("verifier_status", "verifier_text", "steps", "node"):
+        for key in ("verifier_status", "verifier_text", "steps", "node", "thinking_tokens"):
             if line[key] is None:
                 del line[key]
         if self.votes:

@@ -31,6 +31,7 @@ BUILTIN_STRATEGY_MODULES = (
     "tts_engine.strategies.deepconf",
     "tts_engine.strategies.search.plan",
     "tts_engine.strategies.particle",
+    "tts_engine.strategies.thinking",
 )
 """Modules whose import registers the built-in strategies (loaded on first lookup)."""
 DEFAULT_STRATEGY = "fixed"
@@ -71,7 +72,8 @@ class BlockView:
     key: str
     """The record key of the block ("adaptive", "deepconf", "search"); the run block's settings sit under it too."""
     kind: str
-    """"rounds": a stop signal after each round (the block's `confidences`); "tree": a search tree (its `nodes`)."""
+    """"rounds": a stop signal after each round (the block's `confidences`); "tree": a search tree (its `nodes`);
+    "facts": the block's values as a table."""
     title: str
     """The section's title."""
     signal: str = "p_correct"

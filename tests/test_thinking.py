@@ -1,0 +1,131 @@
+"""Thinking models: answers are read after the trace, records count thinking tokens apart, and the three sequential
+strategies (thinking-budget, budget-forcing, probe) cap, extend or probe a trace as they say, on a scripted thinking
+model (its traces known token by token) and end to end on a real tiny checkpoint."""
+
+from __future__ import annotations
+
+import pytest
+
+from tts_engine import Engine
+from tts_engine.answers.thinking import ThinkingMarkers, answer_after_thinking, split_thinking
+from tts_engine.backends.base import BackendBase, Sample
+from tts_engine.inputs.problems import Problem
+from tts_engine.inputs.prompts import PromptConfig
+from tts_engine.strategies.thinking import BudgetForcingConfig, ProbeConfig, ThinkingConfig
+
+MARKERS = ThinkingMarkers()
+
+
+def test_answers_are_read_after_the_trace_and_a_cut_trace_holds_none():
+    assert answer_after_thinking("<think>... maybe \\boxed{9}. Hmm, wait, let me recompute", MARKERS) is None
+    assert answer_after_thinking("<think>so the answer is 12. hmm, but", MARKERS) is None
+    assert answer_after_thinking("<think>maybe \\boxed{5}? wait, no</think>The answer is 7.", MARKERS) == "7"
+    assert answer_after_thinking("reasoning opened by the template</think>\\boxed{4}", MARKERS) == "4"
+    assert answer_after_thinking("no markers at all: \\boxed{3}", MARKERS) == "3"  # as before thinking models
+    assert split_thinking("<think>a</think>b", MARKERS) == ("<think>a</think>", "b")
+
+
+class ThinkingScript(BackendBase):
+    """A thinking model whose every sample writes TRACE (one character a token), then `</think>\\boxed{12}`; after
+    a forced answer it answers 7 (a cut trace's answer); after "Wait" it thinks WAITED more characters."""
+
+    name, num_parameters, max_model_len = "script", 1, 100_000
+    TRACE = "<think>" + "x" * 40
+    WAITED = 30
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, text):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(map(chr, ids))
+
+    def generate(self, prompts, params):
+        self.calls.append((list(prompts), params))
+        return [[self._sample(p, params) for _ in range(params.n)] for p in prompts]
+
+    def _sample(self, prompt, params):
+        written = prompt.split("Q\n", 1)[1]
+        if written.endswith("\\boxed{"):  # a forced answer or a probe
+            full = "7}"
+        elif written.endswith("</think>"):
+            full = "\\boxed{12}"
+        else:
+            story = self.TRACE + ("Wait" + "y" * self.WAITED if "Wait" in written else "") + "</think>\\boxed{12}"
+            full = story[len(written) :] if story.startswith(written) else "</think>\\boxed{12}"
+        cuts = [full.index(stop) for stop in params.stop if stop in full]
+        if cuts and min(cuts) <= params.max_new_tokens:  # a stop string within the tokens allowed
+            text = full[: min(cuts)]
+            return Sample(text, self.encode(text), "stop", [-0.1] * len(text), len(prompt))
+        text = full[: params.max_new_tokens]
+        reason = "length" if len(full) > params.max_new_tokens else "stop"
+        return Sample(text, self.encode(text), reason, [-0.1] * len(text), len(prompt))
+
+
+@pytest.fixture
+def engine(tiny_model_dir):
+    config = PromptConfig(template="{problem}\n", use_chat_template=False, answer_forcing="\n</think>\\boxed{")
+    engine = Engine(tiny_model_dir, verifier="none", prompt_config=config)
+    engine.backend = ThinkingScript()
+    return engine
+
+
+PROBLEMS = [Problem("p", "Q", "12")]
+
+
+def solve(engine, strategy, config, n=2):
+    [record] = engine.solve(PROBLEMS, strategy=strategy, config=config, n=n, progress=False)
+    return record
+
+
+def test_a_trace_past_the_budget_is_cut_and_its_answer_forced(engine):
+    record = solve(engine, "thinking-budget", ThinkingConfig(thinking_budget=20, answer_tokens=4))
+    sample = record["samples"][0]
+    assert sample["text"] == ThinkingScript.TRACE[:20] + "\n</think>\\boxed{7}"
+    assert sample["answer"] == "7" and record["thinking"]["stopped"] == {"budget": 2}
+    assert sample["thinking_tokens"] == len(ThinkingScript.TRACE[:20] + "\n</think>")
+
+
+def test_a_trace_within_the_budget_is_left_alone(engine):
+    record = solve(engine, "thinking-budget", ThinkingConfig(thinking_budget=200))
+    assert [s["answer"] for s in record["samples"]] == ["12", "12"]
+    assert record["thinking"]["stopped"] == {"ended": 2} and record["aggregations"]["majority"]["correct"]
+
+
+def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
+    config = BudgetForcingConfig(thinking_budget=200, min_thinking=60, max_waits=2, answer_tokens=12)
+    sample = solve(engine, "budget-forcing", config, n=1)["samples"][0]
+    assert sample["text"] == ThinkingScript.TRACE + "Wait" + "y" * ThinkingScript.WAITED + "</think>\\boxed{12}"
+    assert sample["answer"] == "12"
+    capped = solve(engine, "budget-forcing", BudgetForcingConfig(thinking_budget=50, min_thinking=60), n=1)
+    assert capped["thinking"]["waits"] == 1 and capped["thinking"]["stopped"] == {"budget": 1}
+    assert capped["samples"][0]["answer"] == "7"
+
+
+def test_probe_stops_a_trace_whose_answer_held_and_counts_its_tokens(engine):
+    config = ProbeConfig(thinking_budget=200, probe_every=8, probe_holds=2, probe_tokens=4, probe_consensus=1.0)
+    record = solve(engine, "probe", config, n=1)
+    block, sample = record["thinking"], record["samples"][0]
+    assert block["stopped"] == {"settled": 1} and block["probes"] == 2  # 7 after 8 tokens and after 16: held
+    assert sample["answer"] == "7" and sample["text"] == ThinkingScript.TRACE[:16] + "\n</think>\\boxed{7}"
+    assert (
+        record["compute"]["generated_tokens"]
+        == sample["num_tokens"] + block["probe_tokens"]
+        == len(sample["text"]) + 2 * len("7}")
+    )
+    alone = solve(engine, "probe", ProbeConfig(thinking_budget=200, probe_every=8, probe_holds=99), n=1)
+    assert alone["thinking"]["stopped"] == {"ended": 1} and alone["samples"][0]["answer"] == "12"
+
+
+def test_every_sequential_strategy_runs_end_to_end_on_a_real_checkpoint(tiny_model_dir):
+    engine = Engine(tiny_model_dir, verifier="none")
+    settings = {
+        "thinking-budget": ThinkingConfig(thinking_budget=12, answer_tokens=4),
+        "budget-forcing": BudgetForcingConfig(thinking_budget=12, min_thinking=8, answer_tokens=4),
+        "probe": ProbeConfig(thinking_budget=12, probe_every=4, answer_tokens=4, probe_tokens=4),
+    }
+    for name, config in settings.items():
+        records = engine.solve(PROBLEMS, strategy=name, config=config, n=2, progress=False)
+        assert records[0]["run"]["strategy"] == name and "thinking" in records[0], name
