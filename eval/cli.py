@@ -91,9 +91,10 @@ def run_curves(
     """Curves of every results file into `out`: curves.json, curves.csv and PNG plots; returns the curve sets."""
     from tts_engine.running.results import read_results
 
+    from .axes import axes_view
     from .curves import compute_curves
-    from .plots import write_plots
-    from .report import write_csv, write_json
+    from .plots import plot_axes, write_plots
+    from .report import write_axes, write_csv, write_json
     from .selective import selective_plots, selective_view
     from .table import load_results
     from .verifier_metrics import verifier_group_metrics, verifier_metrics
@@ -114,6 +115,12 @@ def run_curves(
         curves.append(c)
     write_json(curves, out / "curves.json")
     write_csv(curves, out / "curves.csv")
+    axes = axes_view(curves, [list(read_results(path)) for path in paths])
+    if axes is not None:  # thinking budgets beside each other: the parallel, sequential and joint axes
+        write_axes(axes, out / "axes.json")
+        if plots:
+            plot_axes(axes, out / "axes.png")
+        curves[0]["axes"] = axes
     if plots:
         write_plots(curves, out, title=title, only=list(only) or None)
         for i, c in enumerate(curves):
@@ -130,6 +137,7 @@ def _default_labels(paths: Sequence[str | Path]) -> list[str]:
 
 
 def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = False) -> None:
+    from .axes import format_axes
     from .report import format_table
     from .selective import format_selective
 
@@ -137,6 +145,8 @@ def _echo_report(curves: list[dict[str, Any]], out: Path, every_row: bool = Fals
         click.echo(format_table(c, every_row))
         click.echo("\n".join(format_selective(c.get("selective") or {})))
         click.echo("")
+    if curves and curves[0].get("axes"):
+        click.echo("\n".join(format_axes(curves[0]["axes"])) + "\n")
     written = sorted(p.name for p in out.iterdir() if p.suffix in (".json", ".csv", ".png"))
     click.echo(f"wrote {', '.join(written)} to {out}")
 

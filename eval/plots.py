@@ -328,3 +328,27 @@ def _save(fig, path: str | Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_axes(view: dict[str, Any], path: str | Path) -> Path:
+    """Accuracy against tokens per problem: every (file, k) point, and the parallel, sequential and joint
+    frontiers (`eval/axes.py`)."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    labels = sorted({p["label"] for p in view["points"]})
+    colours = plt.get_cmap("viridis")
+    for i, label in enumerate(labels):
+        mine = [p for p in view["points"] if p["label"] == label]
+        ax.scatter([p["tokens"] for p in mine], [p["accuracy"] for p in mine], s=14, alpha=0.6,
+                   color=colours(i / max(1, len(labels) - 1)), label=label)  # fmt: skip
+    for name, style in (("parallel", ":"), ("sequential", "--"), ("joint", "-")):
+        front = view["frontiers"][name]
+        if front:
+            ax.step([p["tokens"] for p in front], [p["accuracy"] for p in front], where="post",
+                    linestyle=style, color="black", linewidth=1.4, label=f"{name} frontier")  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per problem (generated + verifier)")
+    ax.set_ylabel("accuracy (headline vote)")
+    ax.set_title("Parallel, sequential and joint compute")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -208,3 +208,9 @@ def format_verifier_groups(groups: dict[str, dict[str, dict[str, Any]]]) -> list
 
 def _fmt(value: float | None, width: int, spec: str) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}{spec}}"
+
+
+def write_axes(view: dict[str, Any], path: Path) -> Path:
+    """axes.json: the parallel, sequential and joint points, frontiers and gains (`eval/axes.py`)."""
+    path.write_bytes(orjson.dumps(view, option=orjson.OPT_INDENT_2))
+    return path

@@ -129,3 +129,29 @@ def test_every_sequential_strategy_runs_end_to_end_on_a_real_checkpoint(tiny_mod
     for name, config in settings.items():
         records = engine.solve(PROBLEMS, strategy=name, config=config, n=2, progress=False)
         assert records[0]["run"]["strategy"] == name and "thinking" in records[0], name
+
+
+def test_the_joint_frontier_is_compared_with_each_axis_alone_at_equal_tokens():
+    from tts_engine.eval.axes import axes_view, format_axes
+
+    def curve(label, budget, accuracy):  # majority accuracy at k = 1, 2, 4
+        run = {"thinking": {"thinking_budget": budget}} if budget else {}
+        return {"label": label, "run": run, "k": [1, 2, 4], "aggregations": {"majority": {"accuracy": accuracy}}}
+
+    def records(cost):  # one problem, one sample of `cost` tokens
+        return [{"samples": [{}], "compute": {"generated_tokens": cost, "verifier_tokens": 0}}]
+
+    curves = [
+        curve("free", None, [0.5, 0.6, 0.7]),
+        curve("b128", 128, [0.4, 0.5, 0.6]),
+        curve("b512", 512, [0.6, 0.7, 0.8]),
+    ]
+    view = axes_view(curves, [records(300), records(100), records(400)])
+    assert [(p["label"], p["k"]) for p in view["frontiers"]["sequential"]] == [("b128", 1), ("b512", 1)]
+    assert [(p["label"], p["k"]) for p in view["frontiers"]["parallel"]] == [("free", 1), ("free", 2), ("free", 4)]
+    joint = {(p["label"], p["k"]): p["accuracy"] for p in view["frontiers"]["joint"]}
+    assert joint == {("b128", 1): 0.4, ("b128", 2): 0.5, ("b128", 4): 0.6, ("b512", 2): 0.7, ("b512", 4): 0.8}
+    at_800 = next(g for g in view["gains"] if g["tokens"] == 800)  # b512 at k=2 against what each axis buys for 800
+    assert at_800 == {"tokens": 800, "joint": 0.7, "at": "b512 k=2", "parallel": 0.6, "sequential": 0.6}
+    assert "joint frontier point" in format_axes(view)[1]
+    assert axes_view(curves[:1], [records(300)]) is None  # one run: nothing to compare
