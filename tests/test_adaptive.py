@@ -7,6 +7,7 @@ from tts_engine.engine import Engine
 from tts_engine.inputs.problems import Problem
 from tts_engine.params import SamplingParams
 from tts_engine.pipeline.aggregate import aggregation_keys
+from tts_engine.pipeline.build import Pipeline
 from tts_engine.pipeline.records import ProblemRecord, SampleRecord, VoteRecord
 from tts_engine.running.results import read_results
 from tts_engine.strategies import record_kinds
@@ -230,14 +231,14 @@ def test_adaptive_n_stops_at_min_n_when_confident(engine, calls):
 
 def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls, monkeypatch):
     scored = []  # (problem id, sample text, verifier tokens) of every sample of every wave
-    original = engine.parts.pipeline.records
+    original = Pipeline.records
 
-    def records(problems, *args, **kwargs):
-        built = original(problems, *args, **kwargs)
+    def records(self, problems, *args, **kwargs):
+        built = original(self, problems, *args, **kwargs)
         scored.extend((p.id, s.text, s.verifier_tokens) for p, r in zip(problems, built) for s in r.samples)
         return built
 
-    monkeypatch.setattr(engine.parts.pipeline, "records", records)
+    monkeypatch.setattr(Pipeline, "records", records)
     records = solve_adaptive_n(engine, PROBLEMS, wave=3, min_n=1, max_n=7, tau=1.0, max_new_tokens=6, progress=False)
     assert [c[1].n for c in calls] == [3, 3, 1]
     assert len({c[1].seed for c in calls}) == 3

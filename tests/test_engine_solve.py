@@ -12,6 +12,7 @@ from tts_engine.strategies.adaptive import AdaptiveConfig
 from tts_engine.strategies.deepconf import DeepConfConfig
 from tts_engine.strategies.particle import ParticleConfig
 from tts_engine.strategies.search import SearchConfig
+from tts_engine.strategies.thinking import BudgetForcingConfig, ProbeConfig, ThinkingConfig
 
 PROBLEMS = [Problem(id=f"p{i}", text=f"Compute {i}+{i}.", reference=str(2 * i)) for i in range(3)]
 SETTINGS = {
@@ -22,6 +23,9 @@ SETTINGS = {
     "dvts": {"config": SearchConfig(beam_width=2, max_steps=2, step_delimiter=" ")},
     "deepconf": {"config": DeepConfConfig(warmup=2, trace_wave=2)},
     "particle": {"config": ParticleConfig(max_steps=2, step_delimiter=" ", sweeps=2)},
+    "thinking-budget": {"config": ThinkingConfig(thinking_budget=6, answer_tokens=4)},
+    "budget-forcing": {"config": BudgetForcingConfig(thinking_budget=6, min_thinking=4, answer_tokens=4)},
+    "probe": {"config": ProbeConfig(thinking_budget=6, probe_every=3, answer_tokens=4, probe_tokens=2)},
 }
 
 

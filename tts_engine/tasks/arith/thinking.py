@@ -1,24 +1,20 @@
-"""The thinking trace of the arithmetic task's thinker: each line of the solution is checked units digit first as it
-is written; a wrong line is fixed and solving goes on; the answer comes after the trace.
+"""The thinking trace of the arithmetic task's thinker: each line of the solution carries its own check, written units
+digit first right after it; a wrong line is fixed and solving goes on; the answer comes after the trace.
 
     Compute left to right: 28*4-18+80.          the prompt
     <think>
-    28*4=112                                    a solution line
-    820*400=211 ok                              its check: the step recomputed units digit first, then ok or no
-    112-18=93
-    211-810=490 no                              the line wrote 93, the check 094: wrong
+    28*4=112 | 820*400=211 ok                   a solution line | its check: the step units digit first, ok or no
+    112-18=93 | 211-810=490 no                  the line wrote 93, the check 094: wrong
     wait
-    112-18=94                                   the wrong line fixed from its check
-    211-810=490 ok
-    94+80=174
-    490+080=471 ok
+    112-18=94 | 211-810=490 ok                  the wrong line fixed from its check
+    94+80=174 | 490+080=471 ok
     </think>
     \\boxed{174}
 
-A check recomputes the value carried from the line before (the first line's own left side) with the line's operation
-and operand, units digit first (the form the default's recompute verifier reads), so a wrong result or a wrong
-carried value shows as "no". Training builds these traces (`trace`) from chains the default really sampled; the
-engine reads a trace's final chain back (`final_chain`) to verify it.
+A check recomputes the line's own step (its left side, operation and operand, each units digit first: the form the
+default's recompute verifier reads) and says whether the line's result matches: everything it reads is on its own
+line. Training builds these traces (`trace`) from chains the default really sampled; the engine reads a trace's
+final chain back (`final_chain`) to verify it.
 """
 
 from __future__ import annotations
@@ -31,23 +27,28 @@ from .recompute import units_first
 THINK_START = "<think>\n"
 THINK_END = "</think>\n"
 OK, NO = "ok", "no"
+SEPARATOR = " | "
+"""Between a solution line and its check."""
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
 
 
-def check_line(carried: int, line: str) -> tuple[str, bool]:
-    """The check of solution `line` (carrying `carried` in): the step recomputed units digit first, then ok or no;
-    and whether the line is right."""
+def check_line(line: str) -> tuple[str, bool]:
+    """The check of solution `line`: its step recomputed units digit first, then ok or no; and whether the line's
+    arithmetic is right."""
     step = read_step_line(line)
     if step is None:
         raise ValueError(f"not a step line: {line!r}")
-    exact = apply(carried, step.op, step.operand)
+    exact = apply(step.left, step.op, step.operand)
     right = step.result == exact
-    return (
-        f"{units_first(carried)}{step.op}{units_first(step.operand)}={units_first(exact)} {OK if right else NO}",
-        right,
-    )
+    check = f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(exact)}"
+    return f"{check} {OK if right else NO}", right
+
+
+def solution_part(line: str) -> str:
+    """The solution step of a trace line (the part before its check)."""
+    return line.split(SEPARATOR, 1)[0]
 
 
 def first_wrong(problem: str, lines: list[str], start: int = 0) -> int | None:
@@ -78,21 +79,19 @@ class Piece:
 
 def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
     """The thinking trace of `chains` (each a full list of step lines; chain r + 1 starts with chain r's first wrong
-    line fixed), the answer after it. Every line is checked as it is written; at a line the check finds wrong the
-    trace writes "wait" and goes on with the next chain from that line. ValueError when the checks would not find
-    the chains' errors (an operand copied wrong: the check reads the line's own operand) or the last chain is
+    line fixed), the answer after it. Every line carries its check; at a line the check finds wrong the trace writes
+    "wait" and goes on with the next chain from that line. ValueError when the checks would not find the chains'
+    errors (a carried value or an operand copied wrong: the check reads the line's own) or the last chain is
     wrong."""
-    start, _ = problem_steps(problem)
     pieces = [Piece(THINK_START)]
     at = 0  # the line the current chain is written from
     for r, lines in enumerate(chains):
         wrong = first_wrong(problem, lines, at)
         for k in range(at, len(lines)):
-            carried = start if k == 0 else read_step_line(lines[k - 1]).result
-            check, right = check_line(carried, lines[k])
+            check, right = check_line(lines[k])
             if right != (k != wrong):
                 raise ValueError(f"the check of line {k} ({lines[k]!r}) does not find what the chain gets wrong")
-            pieces += [Piece(lines[k] + "\n", learn=right), Piece(check + "\n")]
+            pieces += [Piece(lines[k], learn=right), Piece(SEPARATOR + check + "\n")]
             if not right:
                 break
         if wrong is None:
@@ -110,7 +109,7 @@ def current_answer(text: str) -> int | None:
     a check); None before the first one."""
     found = None
     for line in text.split("\n")[:-1]:  # the last piece is not yet a complete line
-        step = read_step_line(line)
+        step = read_step_line(solution_part(line))
         if step is not None:
             found = step.result
     return found
@@ -125,7 +124,7 @@ def final_chain(problem: str, text: str) -> list[str] | None:
     chain: list[str] = []
     fixing = False
     for line in body.split("\n"):
-        line = line.strip()
+        line = solution_part(line).strip()
         if line == WAIT_WORD:
             fixing = bool(chain)
         elif read_step_line(line) is not None:
