@@ -1,5 +1,6 @@
 """The thinker's trace (tasks/arith/thinking.py) and its training data: built from sampled chains, every line
-checked on its own line, a wrong line fixed after "wait", never learned; the chain read back; cut traces' forced
+checked on its own line, a wrong line fixed after "wait", never learned; the chain read back (and checked by the
+recompute verifier); cut traces' forced
 answers; chains whose errors the checks cannot see left out."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 
+from tts_engine.tasks.arith.recompute import transcribe
 from tts_engine.tasks.arith.thinking import ANSWER_FORCING, current_answer, final_chain, trace
 from tts_engine.training.thinker.trainer import cut_trace, load_chains
 
@@ -22,8 +24,16 @@ def test_a_trace_checks_every_line_and_fixes_the_first_wrong_one():
         "112-18=94 | 211-810=490 ok\n94+80=174 | 490+080=471 ok\n</think>\n\\boxed{174}"
     )
     assert [p.text for p in pieces if not p.learn] == ["112-18=93"]  # the wrong line is context, never a target
-    assert final_chain(PROBLEM, text) == ["28*4=112", "112-18=94", "94+80=174"]
-    assert final_chain(PROBLEM, "no trace here") is None
+    assert final_chain(text) == ["28*4=112", "112-18=94", "94+80=174"]
+    assert final_chain("no trace here") is None
+
+
+def test_the_recompute_check_reads_a_trace_as_the_chain_it_ends_with():
+    text = "".join(p.text for p in trace(PROBLEM, CHAINS))
+    plain = "28*4=112\n112-18=94\n94+80=174\n\\boxed{174}"
+    assert transcribe(text) == transcribe(plain)  # the checks and the fixed line left out
+    assert transcribe(text).lines == ("820*400=211", "211-810=490", "490+080=471")
+    assert transcribe(text[: text.index("</think>")]) is None  # a cut trace holds no answer to check
 
 
 def test_the_answer_a_cut_trace_holds_is_its_last_complete_solution_line():

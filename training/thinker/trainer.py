@@ -25,7 +25,14 @@ from tts_engine.backends.hf import HFBackend
 from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
 from tts_engine.tasks.arith.generator import make_problem_set
-from tts_engine.tasks.arith.thinking import ANSWER_FORCING, THINK_START, Piece, current_answer, trace
+from tts_engine.tasks.arith.thinking import (
+    ANSWER_FORCING,
+    THINK_START,
+    Piece,
+    current_answer,
+    thinker_prompt_config,
+    trace,
+)
 
 from .. import checkpoint as ckpt
 from ..batching import completion_logprobs, pad_pairs
@@ -172,6 +179,7 @@ def thinker_steps(config: ThinkerConfig, log=print) -> Steps:
         return model, tokenizer, prompt_config
 
     run = start_run(config, fresh)
+    run.prompt_config = thinker_prompt_config(run.prompt_config)  # what its checkpoints are served with
     records = load_chains(config.chains_file, log)
     order = list(range(len(records)))
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 PROBLEM = re.compile(r"Compute left to right:\s*(\d[0-9+\-*\s]*?)\s*\.?\s*$")
 STEP_LINE = re.compile(r"^\s*(\d+)\s*([+\-*])\s*(\d+)\s*=\s*(\d+)\s*$")
 OPERATIONS = "+-*"
+WIDTH = 3
+"""Digits every number is padded to when written units digit first (levels 1-5 stay below 1000); longer numbers
+(levels 6 and above, to 9999) keep theirs."""
 
 
 def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
@@ -26,6 +29,11 @@ def problem_steps(problem: str) -> tuple[int, list[tuple[str, int]]]:
         raise ValueError(f"not an arithmetic task problem: {problem!r}")
     tokens = re.findall(r"\d+|[+\-*]", found.group(1))
     return int(tokens[0]), [(tokens[k], int(tokens[k + 1])) for k in range(1, len(tokens) - 1, 2)]
+
+
+def units_first(number: int) -> str:
+    """`number` padded to WIDTH digits, units digit first: 112 -> "211", 4 -> "400" (the recompute check's form)."""
+    return str(number).rjust(WIDTH, "0")[::-1]
 
 
 def is_task_problem(problem: str) -> bool:

@@ -35,20 +35,13 @@ from ...verifiers.base import PrefixCachedScorer
 from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
 from ...verifiers.registry import register_score_kind, register_verify_form
-from .chain import StepLine, is_task_problem, problem_steps, read_step_line
+from .chain import StepLine, is_task_problem, problem_steps, read_step_line, units_first
+from .thinking import final_chain
 
-WIDTH = 3
-"""Digits every number is padded to (levels 1-5 stay below 1000); longer numbers (levels 6 and above, to 9999) keep
-theirs."""
 ANSWER_WORD = "answer"
 RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
 """After the generation prompt: the end token, the request, then the problem restated units digit first."""
 SCORE_KIND = "verifier_recompute"
-
-
-def units_first(number: int) -> str:
-    """`number` padded to WIDTH digits, units digit first: 112 -> "211", 4 -> "400"."""
-    return str(number).rjust(WIDTH, "0")[::-1]
 
 
 def restate(problem: str) -> str:
@@ -94,12 +87,13 @@ def answer_line(answer: str) -> str:
 
 
 def transcribe(solution: str) -> Transcript | None:
-    """`solution` in the check's form; None when it has no boxed answer (nothing to check the steps against)."""
+    """`solution` in the check's form; None when it has no boxed answer (nothing to check the steps against). A
+    thinker's trace is read as the chain it ends with (`final_chain`), its checks and fixed lines left out."""
     answer = extract_answer(solution)
     boxed = solution.rfind("\\boxed")
     if answer is None or boxed < 0:
         return None
-    lines = [line for line in solution[:boxed].split("\n") if line.strip()]
+    lines = final_chain(solution) or [line for line in solution[:boxed].split("\n") if line.strip()]
     steps = tuple(read_step_line(line) for line in lines)
     return Transcript(tuple(transcribe_line(line) for line in lines), answer_line(answer), steps, answer)
 

@@ -19,10 +19,10 @@ final chain back (`final_chain`) to verify it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .chain import apply, problem_steps, read_step_line
-from .recompute import units_first
+from ...inputs.prompts import PromptConfig
+from .chain import apply, problem_steps, read_step_line, units_first
 
 THINK_START = "<think>\n"
 THINK_END = "</think>\n"
@@ -32,6 +32,18 @@ SEPARATOR = " | "
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
+
+
+def thinker_prompt_config(base: PromptConfig) -> PromptConfig:
+    """The serving prompts of a checkpoint trained on these traces: its markers, its answer forcing, and "wait" as
+    the text budget forcing writes where the trace would end."""
+    return replace(
+        base,
+        think_start=THINK_START.strip(),
+        think_end=THINK_END.strip(),
+        answer_forcing=ANSWER_FORCING,
+        continue_text=WAIT_WORD + "\n",
+    )
 
 
 def check_line(line: str) -> tuple[str, bool]:
@@ -115,7 +127,7 @@ def current_answer(text: str) -> int | None:
     return found
 
 
-def final_chain(problem: str, text: str) -> list[str] | None:
+def final_chain(text: str) -> list[str] | None:
     """The chain a thinker's trace ends with: its solution lines, each line after a "wait" replacing the line the
     check before it found wrong. None when the text is not such a trace."""
     if THINK_START.strip() not in text:
