@@ -37,7 +37,7 @@ def cost_per_sample(records: Sequence[dict[str, Any]]) -> float:
     costs = [
         (r["compute"]["generated_tokens"] + r["compute"]["verifier_tokens"]) / len(r["samples"])
         for r in records
-        if r.get("samples")
+        if r.get("samples") and "compute" in r  # results written before records counted compute have none
     ]
     return sum(costs) / len(costs) if costs else 0.0
 
@@ -74,9 +74,9 @@ def best_within(front: Sequence[Point], tokens: float) -> float | None:
 def axes_view(curves: Sequence[dict[str, Any]], records: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any] | None:
     """The three axes' points and frontiers, and the joint frontier's gain over each axis alone at its points'
     tokens; None unless the files hold at least one thinking budget and another run to compare it with."""
-    every = points(curves, records)
-    if len(curves) < 2 or not any(p.budget is not None for p in every):
+    if len(curves) < 2 or not any(budget_of(c.get("run") or {}) is not None for c in curves):
         return None
+    every = points(curves, records)
     parallel = [p for p in every if p.budget is None]
     sequential = [p for p in every if p.budget is not None and p.k == 1]
     axes = {"parallel": frontier(parallel), "sequential": frontier(sequential), "joint": frontier(every)}
