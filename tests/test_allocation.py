@@ -4,6 +4,7 @@ most on), the futility stop of the adaptive strategies, and one token budget for
 from __future__ import annotations
 
 from tts_engine.running.summary import summarize
+from tts_engine.strategies.adaptive import format_adaptive_summary
 
 
 def line(pid: str, rights: list[bool]) -> dict:
@@ -70,8 +71,14 @@ def test_a_problem_every_sample_of_which_is_rejected_stops_as_futile(engine):
     assert block["stopped_because"] == "futile" and block["n_used"] < 32
     assert all(s["scores"][KIND] < 0.5 for s in record["samples"])
     never = AdaptiveConfig(wave=4, max_n=12, futility=0.0)
-    [record] = engine.solve([HARD], strategy="adaptive-n", config=never, max_new_tokens=96, progress=False)
-    assert record["adaptive"]["stopped_because"] == "max_n"  # futility 0: the stop is off
+    [kept_on] = engine.solve([HARD], strategy="adaptive-n", config=never, max_new_tokens=96, progress=False)
+    assert kept_on["adaptive"]["stopped_because"] == "max_n"  # futility 0: the stop is off
+    [stopped] = [x for x in format_adaptive_summary([record, kept_on]) if "stopped:" in x]
+    cost = lambda r: r["adaptive"]["tokens_spent"] + r["adaptive"]["verifier_tokens_spent"]  # noqa: E731
+    assert stopped == (
+        f"  stopped: futile 1 ({cost(record):.0f} tokens, {block['n_used']:.1f} samples / problem); "
+        f"max_n 1 ({cost(kept_on):.0f} tokens, 12.0 samples / problem)"
+    )
 
 
 # --- one token budget for a run ------------------------------------------------------------------------------------

@@ -165,6 +165,19 @@ def test_the_fit_of_the_kind_the_samples_carry_is_used_else_the_votes_only_fit()
     assert r.aggregations["majority"].p_correct == pytest.approx(0.5)  # sigmoid(logit(.5))
 
 
+def test_each_strategy_family_reads_its_own_fits_and_none_of_another():
+    fixed = Fit(KIND, ["score_max"], [1.0], 0.0, [0.0], [1.0])
+    adaptive = Fit(KIND, ["score_max"], [2.0], 0.0, [0.0], [1.0], family="adaptive")
+    calibration = Calibration([fixed, adaptive], "cal.json", KIND)
+    assert calibration.fit_for([KIND]) is fixed  # fixed sampling: the family of a file written before families
+    assert calibration.for_family("adaptive").fit_for([KIND]) is adaptive
+    search = calibration.for_family("search")
+    assert search.fit_for([KIND]) is None  # never another family's fit
+    assert search.describe([KIND]).startswith("uncalibrated") and "no fit for search runs in cal.json" in (
+        search.describe([KIND])
+    )
+
+
 def test_abstention_marks_the_votes_below_the_threshold_and_keeps_their_answers():
     r = record([sample(0, 0.3), sample(1, 0.95)], [False, True])
     Calibration([], "test", KIND).annotate(r)
@@ -255,6 +268,19 @@ def test_calibrate_checks_a_fit_on_another_file(labelled_runs):
     assert "fitted on 40 problems of 1 file(s); checked on 32 of 1" in result.output
     held = load_calibration(folder / "whole.json").fits[0].held_out
     assert held["answers"] == 32 and 0 <= held["ece"] <= 1
+
+
+def test_calibrate_fits_each_family_and_relabels_on_request(labelled_runs):
+    from tts_engine.cli import main
+
+    folder, (first, _) = labelled_runs
+    out = folder / "as_adaptive.json"
+    args = ["calibrate", str(first), "--family", "adaptive", "--holdout", "0", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    fits = load_calibration(out).fits
+    assert {f.family for f in fits} == {"adaptive"} and {f.kind for f in fits} == {KIND, VOTES_ONLY}
+    assert load_calibration(out).fit_for([KIND]) is None  # fixed records read it as uncalibrated
 
 
 def test_calibrate_refuses_runs_without_references(tmp_path, labelled_runs):
