@@ -104,6 +104,21 @@ def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
     assert capped["samples"][0]["answer"] == "7"
 
 
+class PlainScript(ThinkingScript):
+    """A model that writes no markers: a short solution, then its end token."""
+
+    def _sample(self, prompt, params):
+        text = "1+1=2\\boxed{12}"
+        return Sample(text, self.encode(text), "stop", [-0.1] * len(text), len(prompt))
+
+
+def test_budget_forcing_leaves_a_model_that_never_thinks_alone(engine):
+    engine.backend = PlainScript()
+    record = solve(engine, "budget-forcing", BudgetForcingConfig(thinking_budget=200, min_thinking=60), n=1)
+    assert record["samples"][0]["text"] == "1+1=2\\boxed{12}" and record["samples"][0]["answer"] == "12"
+    assert record["thinking"]["waits"] == 0 and len(engine.backend.calls) == 1  # no wait, no forced answer
+
+
 def test_probe_stops_a_trace_whose_answer_held_and_counts_its_tokens(engine):
     config = ProbeConfig(thinking_budget=200, probe_every=8, probe_holds=2, probe_tokens=4, probe_consensus=1.0)
     record = solve(engine, "probe", config, n=1)

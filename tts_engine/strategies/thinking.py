@@ -153,6 +153,14 @@ def trace_open(parts: Parts, sample: Sample) -> bool:
     return parts.prompts.config.think_end not in sample.text
 
 
+def thinks(parts: Parts, prompt: str, sample: Sample) -> bool:
+    """The prompt or the sample opened a trace that is still open: a model that writes no markers never thinks,
+    and its samples are never made to go on."""
+    written = prompt + sample.text
+    start = written.rfind(parts.prompts.config.think_start)
+    return start >= 0 and parts.prompts.config.think_end not in written[start:]
+
+
 def run_block(parts: Parts, params: SamplingParams, name: str, config) -> dict[str, Any]:
     budget = config.thinking_budget + config.answer_tokens
     return {**parts.run_info(replace(params, max_new_tokens=budget)), "thinking": {"strategy": name, **asdict(config)}}
@@ -231,14 +239,14 @@ class BudgetForcingPlan(ThinkingBudgetPlan):
         params = replace(self.params, stop=[*self.params.stop, end])  # a trace stops at its end marker
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, params)]  # (P, N)
         for round_index in range(config.max_waits + 1):
-            stopped = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._ends_early(t)]
+            stopped = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._ends_early(prompts[i], t)]
             if not stopped or round_index == config.max_waits:
                 break
             for _, t in stopped:
                 t.sample, t.waits = appended(parts, t.sample, parts.prompts.config.continue_text), t.waits + 1
             room = config.thinking_budget - min(t.sample.num_tokens for _, t in stopped)
             extend(parts, [p for p, _ in stopped], [t for _, t in stopped], params, max(1, room), f"wait-{round_index}")
-        closing = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._at_end(t)]
+        closing = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._at_end(prompts[i], t)]
         for _, t in closing:  # the end marker, removed as a stop string, written back; then the answer
             t.sample, t.ended = appended(parts, t.sample, end), "waits" if t.waits else None
         answer = replace(self.params, stop=[])
@@ -246,12 +254,12 @@ class BudgetForcingPlan(ThinkingBudgetPlan):
         self.finish(prompts, traces)
         yield from records(parts, problems, prompts, traces, self.params)
 
-    def _at_end(self, t: Trace) -> bool:
+    def _at_end(self, prompt: str, t: Trace) -> bool:
         """The trace stopped at its end marker (a stop string: not in the text)."""
-        return t.sample.finish_reason == "stop" and trace_open(self.parts, t.sample) and t.ended is None
+        return t.sample.finish_reason == "stop" and thinks(self.parts, prompt, t.sample) and t.ended is None
 
-    def _ends_early(self, t: Trace) -> bool:
-        return self._at_end(t) and t.sample.num_tokens < self.config.min_thinking
+    def _ends_early(self, prompt: str, t: Trace) -> bool:
+        return self._at_end(prompt, t) and t.sample.num_tokens < self.config.min_thinking
 
 
 # --- probe -----------------------------------------------------------------------------------------------------
