@@ -32,6 +32,15 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def thinking_model_dir(tmp_path_factory):
+    """A random tiny Qwen2 in a thinking model's shape: `<think>` and `</think>` single non-special tokens and a chat
+    template whose generation prompt opens the trace (as DeepSeek-R1's does)."""
+    path = tmp_path_factory.mktemp("thinking_model")
+    config = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128)
+    return str(save_tiny_checkpoint(path, config, thinking=True))
+
+
+@pytest.fixture(scope="session")
 def hf_backend(tiny_model_dir):
     from tts_engine.backends.hf import HFBackend
 

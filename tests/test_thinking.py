@@ -146,6 +146,25 @@ def test_every_sequential_strategy_runs_end_to_end_on_a_real_checkpoint(tiny_mod
         assert records[0]["run"]["strategy"] == name and "thinking" in records[0], name
 
 
+def test_a_checkpoint_of_a_thinking_models_shape_runs_every_sequential_strategy(thinking_model_dir):
+    engine = Engine(thinking_model_dir, verifier="none")
+    assert len(engine.backend.encode("</think>")) == 1  # one token, as Qwen3 and R1 store it
+    budget, forcing = 12, len(engine.backend.encode(engine.prompt_config.answer_forcing))
+    waits = 2 * len(engine.backend.encode(engine.prompt_config.continue_text))  # budget forcing's, at most 2
+    settings = {
+        "thinking-budget": ThinkingConfig(thinking_budget=budget, answer_tokens=4),
+        "budget-forcing": BudgetForcingConfig(thinking_budget=budget, min_thinking=8, answer_tokens=4),
+        "probe": ProbeConfig(thinking_budget=budget, probe_every=4, answer_tokens=4, probe_tokens=4),
+    }
+    for name, config in settings.items():
+        [record] = engine.solve(PROBLEMS, strategy=name, config=config, n=2, progress=False)
+        assert record["prompt"].endswith("<think>\n"), name  # the chat template opened the trace
+        assert sum(record["thinking"]["stopped"].values()) == 2, (name, record["thinking"])
+        for sample in record["samples"]:
+            assert "</think>" in sample["text"], (name, sample["text"])  # decoding kept the marker
+            assert 0 < sample["thinking_tokens"] <= budget + forcing + waits, (name, sample)
+
+
 def test_the_joint_frontier_is_compared_with_each_axis_alone_at_equal_tokens():
     from tts_engine.eval.axes import axes_view, format_axes
 

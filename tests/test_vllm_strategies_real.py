@@ -1,6 +1,7 @@
 """Every registered strategy end to end on real vLLM (skipped without vLLM): `tts solve --backend vllm` as a
 subprocess (so its exit status is real) against `tts solve --backend hf`, and `tts serve --backend vllm` answering
-one request per strategy through the official openai client, then stopping cleanly on SIGTERM.
+one request per strategy through the official openai client, then stopping cleanly on SIGTERM; and the sequential
+strategies on a checkpoint of a thinking model's shape.
 
 The strategies come from the registry, so a new one is covered without editing this file. Both backends run the
 embedded default in float32 at temperature 0 on a few problems: there they must agree on every sample's answer,
@@ -115,3 +116,33 @@ def test_serve_on_vllm_answers_every_strategy_then_stops_on_sigterm(vllm_server)
         assert reply.tts["strategy"] == strategy
         assert reply.choices[0].answer == problem.reference, (strategy, reply.choices[0].message.content)
     vllm_server.stop()  # SIGTERM; the fixture checks the exit status and output
+
+
+THINKING = {
+    "thinking-budget": ["--thinking-budget", "12", "--answer-tokens", "4"],
+    "budget-forcing": ["--thinking-budget", "12", "--min-thinking", "8", "--answer-tokens", "4"],
+    "probe": ["--thinking-budget", "12", "--probe-every", "4", "--probe-tokens", "4", "--answer-tokens", "4"],
+}
+"""The sequential strategies on a checkpoint of a thinking model's shape (tests/conftest.py: `<think>` and `</think>`
+single non-special tokens, a chat template that opens the trace), with budgets a random model's trace runs past."""
+
+
+@pytest.mark.parametrize("strategy", sorted(THINKING))
+def test_a_thinking_checkpoint_is_capped_extended_and_probed_on_vllm(strategy, thinking_model_dir, tmp_path):
+    import orjson
+
+    problems = tmp_path / "p.jsonl"
+    problems.write_text('{"id": "a", "problem": "1+1", "answer": "2"}\n{"id": "b", "problem": "2+3", "answer": "5"}\n')
+    out = tmp_path / "r.jsonl"
+    done = tts(
+        "solve", str(problems), "--model", thinking_model_dir, "--verifier", "none", "--backend", "vllm",
+        *VLLM_OPTIONS, "--strategy", strategy, *THINKING[strategy], "--n", "2", "--temperature", "0",
+        "--seed", "0", "--quiet", "--out", str(out),
+    )  # fmt: skip
+    tail = (done.stdout + done.stderr)[-3000:]
+    assert done.returncode == 0 and ABORT not in done.stderr, tail
+    for record in (orjson.loads(line) for line in out.read_bytes().splitlines()):
+        assert record["status"] == "ok" and record["prompt"].endswith("<think>\n"), tail
+        assert sum(record["thinking"]["stopped"].values()) == 2, record["thinking"]
+        for sample in record["samples"]:
+            assert "</think>" in sample["text"] and sample["thinking_tokens"] > 0, sample  # the marker kept

@@ -16,6 +16,14 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHARSET = "".join(c for c in string.printable if c not in "\t\r\x0b\x0c")
 WORDS = ["Yes", "No"]
 """Whole-word tokens, so the unified verifier's answers are single tokens."""
+THINKING_TOKENS = ["<think>", "</think>"]
+"""A thinking model's markers as Qwen3 and DeepSeek-R1 store them: added tokens, one id each, not special (decoding
+with skip_special_tokens keeps them in the text)."""
+THINKING_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+"""R1's shape: the generation prompt opens the trace, so the model writes its thinking, `</think>`, then the answer."""
 
 
 def _byte_level(ch: str) -> str:
@@ -25,9 +33,10 @@ def _byte_level(ch: str) -> str:
     return ByteLevel(add_prefix_space=False, use_regex=False).pre_tokenize_str(ch)[0][0]
 
 
-def build_char_tokenizer(extra_words: list[str] | None = None):
-    """A PreTrainedTokenizerFast over single characters (+ a few whole words), byte-level encoded."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+def build_char_tokenizer(extra_words: list[str] | None = None, added_tokens: list[str] | None = None):
+    """A PreTrainedTokenizerFast over single characters (+ a few whole words), byte-level encoded; `added_tokens`
+    (e.g. THINKING_TOKENS) are added as single non-special tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab: dict[str, int] = {}
@@ -53,6 +62,7 @@ def build_char_tokenizer(extra_words: list[str] | None = None):
         pad_token="<|endoftext|>",
         clean_up_tokenization_spaces=False,
     )
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added_tokens or []])
     return tok
 
 
@@ -97,10 +107,13 @@ def build_tiny_model(tokenizer, config: TinyModelConfig | None = None):
     return Qwen2ForCausalLM(hf_config)
 
 
-def save_tiny_checkpoint(path: str | Path, config: TinyModelConfig | None = None) -> Path:
-    """Build a random tiny model + char tokenizer and save both in Hugging Face format at `path`."""
+def save_tiny_checkpoint(path: str | Path, config: TinyModelConfig | None = None, thinking: bool = False) -> Path:
+    """Build a random tiny model + char tokenizer and save both in Hugging Face format at `path`; `thinking`: in a
+    thinking model's shape (its markers as single tokens and a chat template that opens the trace)."""
     path = Path(path)
-    tok = build_char_tokenizer()
+    tok = build_char_tokenizer(added_tokens=THINKING_TOKENS if thinking else None)
+    if thinking:
+        tok.chat_template = THINKING_CHAT_TEMPLATE
     model = build_tiny_model(tok, config)
     model.save_pretrained(path)
     tok.save_pretrained(path)
