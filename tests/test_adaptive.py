@@ -251,6 +251,8 @@ def test_adaptive_n_runs_to_max_n_when_unsure(engine, calls, monkeypatch):
         counted = [text for text, tokens in mine if tokens > 0]
         assert sorted(counted) == sorted(set(s["text"] for s in record["samples"]))
         assert block["verifier_tokens_spent"] == sum(tokens for _, tokens in mine)
+        # ... and the record's compute says so, not only what the last wave's scoring cost
+        assert record["compute"]["verifier_tokens"] == block["verifier_tokens_spent"]
 
 
 def test_waves_draw_new_samples_and_the_first_wave_matches_a_fixed_run(engine):

@@ -333,7 +333,7 @@ def _finish(record: ProblemRecord, rule: _Rule, track: Track, confidence: float,
         tokens_spent=record.compute.generated_tokens,
         verifier_tokens_spent=track.verifier_tokens,
     )
-    record.time_s = round(track.time_s, 4)
+    track.settle(record)
     return record
 
 

@@ -308,7 +308,7 @@ class DeepConfPlan:
             tokens_spent=record.compute.generated_tokens,
             verifier_tokens_spent=track.verifier_tokens,
         )
-        record.time_s = round(track.time_s, 4)
+        track.settle(record)
         return record
 
 

@@ -238,6 +238,12 @@ class Track:
         self.verifier_tokens += record.compute.verifier_tokens
         return signal
 
+    def settle(self, record: ProblemRecord) -> None:
+        """Give a finished problem's record what every round cost it: a round's record counts only the scoring
+        that round computed, and the wall time of the rounds it was open in."""
+        record.compute.verifier_tokens = self.verifier_tokens
+        record.time_s = round(self.time_s, 4)
+
 
 class Clock:
     """Splits the wall time of each round equally among the problems open in it."""
