@@ -18,8 +18,14 @@ from typing import Any, Sequence
 import click
 
 from tts_engine.pipeline.aggregate import headline_vote
-from tts_engine.pipeline.calibration import FIXED, VOTES_ONLY, Calibration, answer_examples, fit_logistic
-from tts_engine.pipeline.futility import AcceptancePrior, accepted_count, fit_acceptance
+from tts_engine.pipeline.calibration import FIXED, VOTES_ONLY, Calibration, Fit, answer_examples, fit_logistic
+from tts_engine.pipeline.futility import (
+    RESCUE_FEATURES,
+    AcceptancePrior,
+    accepted_count,
+    fit_acceptance,
+    rescue_examples,
+)
 from tts_engine.pipeline.metrics import answer_metrics, reliability
 from tts_engine.pipeline.records import SampleRecord, strategy_of, voting_samples
 from tts_engine.running.results import record_status
@@ -125,7 +131,8 @@ def fit_runs(
                 "right": round(sum(labels) / len(labels), 4),
             }
             fits.append(fit)
-    return Calibration(fits, "tts calibrate", kind, acceptance=acceptance_priors(fit_part, kind)), test_part
+    acceptance, rescue = acceptance_priors(fit_part, kind), rescue_fits(fit_part, kind, l2)
+    return Calibration(fits, "tts calibrate", kind, acceptance=acceptance, rescue=rescue), test_part
 
 
 def acceptance_priors(records: Sequence[dict[str, Any]], kind: str | None) -> list[AcceptancePrior]:
@@ -143,6 +150,54 @@ def acceptance_priors(records: Sequence[dict[str, Any]], kind: str | None) -> li
         if counts:
             priors.append(fit_acceptance(counts, k))
     return priors
+
+
+RESCUE_MIN_SAMPLES = 16
+"""Fixed runs with at least this many samples a problem teach the rescue fit (fewer show too short a run of
+rejections)."""
+
+
+def rescue_rows(records: Sequence[dict[str, Any]], kind: str) -> list[list[float]]:
+    """Each long fixed run's problem: its samples' `kind` scores in the order drawn."""
+    fixed = families(records).get(FIXED, [])
+    return [
+        [s["scores"].get(kind, 0.0) for s in r["samples"]]
+        for r in fixed
+        if len(r["samples"]) >= RESCUE_MIN_SAMPLES and kind in r["samples"][0]["scores"]
+    ]
+
+
+def rescue_fits(records: Sequence[dict[str, Any]], kind: str | None, l2: float) -> list[Fit]:
+    """Per headline kind, the chance that more samples bring an accepted one to a problem whose every sample was
+    rejected (`tts_engine.pipeline.futility`), fitted on the fixed runs with many samples a problem; none where the
+    runs show no such problem, or none that more samples rescued."""
+    fits = []
+    for k in sorted({kind or r["run"].get("headline_kind") for r in records} - {None}):
+        rows = rescue_rows(records, k)
+        examples, labels = rescue_examples(rows)
+        if len(set(labels)) < 2:
+            continue
+        fit = fit_logistic(examples, labels, k, l2=l2, features=RESCUE_FEATURES)
+        fit.fitted_on = {"problems": len(rows), "states": len(labels), "rescued": round(sum(labels) / len(labels), 4)}
+        fits.append(fit)
+    return fits
+
+
+def rescue_report(records: Sequence[dict[str, Any]], calibration: Calibration) -> list[str]:
+    """Held-out figures of each rescue fit: the chance it gives against what more samples brought."""
+    out = []
+    for fit in calibration.rescue:
+        examples, labels = rescue_examples(rescue_rows(records, fit.kind))
+        if len(set(labels)) < 2:
+            continue
+        fitted = [fit.predict(e) for e in examples]
+        m = answer_metrics(fitted, labels, 10)
+        out.append(
+            f"rescue of {fit.kind} (every sample rejected so far; will more bring an accepted one?), held out: "
+            f"{len(labels)} states, mean chance {sum(fitted) / len(fitted):.3f}, seen {sum(labels) / len(labels):.3f}, "
+            f"ECE {m['ece']:.3f}, AUROC {m['auroc']:.3f}"
+        )
+    return out
 
 
 def report(records: Sequence[dict[str, Any]], calibration: Calibration, kind: str | None, num_bins: int) -> dict:
@@ -222,9 +277,14 @@ def calibrate(results, out, tests, **settings):
         title = f"Reliability of {figures['vote']} on {family} answers the fit did not see"
         if plot_reliability(lines, plot, title) is not None:
             click.echo(f"plot: {plot}")
-    for fit in calibration.fits:
+    for line in rescue_report(test_part, calibration):
+        click.echo(line)
+    for fit in calibration.fits + calibration.rescue:
         fit.fitted_on["files"] = [Path(p).name for p in results]
     calibration.save(out)
     made = ", ".join(f"{f.kind} of {f.family} runs" for f in calibration.fits)
     priors = ", ".join(f"{p.kind} Beta({p.alpha}, {p.beta})" for p in calibration.acceptance)
-    click.echo(f"calibration: {out} (fits on {made}; acceptance priors: {priors or 'none'})")
+    rescue = ", ".join(f"{f.kind} on {f.fitted_on['states']} states" for f in calibration.rescue)
+    click.echo(
+        f"calibration: {out} (fits on {made}; acceptance priors: {priors or 'none'}; rescue: {rescue or 'none'})"
+    )

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fit p_correct for a shipped checkpoint under every strategy family and check it on sets it never saw, through the
-# product path: `tts train make-problems`, `tts solve --calibration none` of each strategy on the fit sets, one
+# product path: `tts train make-problems`, `tts solve --calibration none` of each strategy on the fit sets (fixed at
+# N = 8 and 64: the long runs teach the futility stop's rescue fit), one
 # `tts calibrate` over all of them (a fit per strategy family: fixed, adaptive, deepconf, search), then `tts solve`
 # of each strategy with the fit on fresh test sets and `tts curve` (its selective view: ECE, AUROC, AURC, wrong
 # answers at p >= .9, and the share of right answers that --abstain-below 0.5 would withhold).
@@ -38,12 +39,12 @@ make_set() {  # seed -> the set's file (made once)
   echo "$file"
 }
 
-fit_runs() {  # strategy, calibration -> the strategy's results on both fit sets (made once; printed)
-  local strategy="$1" calibration="$2" seed set_file results
+fit_runs() {  # strategy, calibration[, n, label] -> the strategy's results on both fit sets (made once; printed)
+  local strategy="$1" calibration="$2" samples="${3:-$n}" label="${4:-$1}" seed set_file results
   for seed in 8101 8103; do
     set_file=$(make_set "$seed")
-    results="$out/${name}_${strategy}_$(basename "$set_file")"
-    "${tts[@]}" solve "$set_file" "${args[@]}" --strategy "$strategy" --n "$n" --calibration "$calibration" \
+    results="$out/${name}_${label}_$(basename "$set_file")"
+    "${tts[@]}" solve "$set_file" "${args[@]}" --strategy "$strategy" --n "$samples" --calibration "$calibration" \
       --out "$results" --quiet > "${results%.jsonl}.txt"
     echo "$results"
   done
@@ -53,7 +54,9 @@ if [ "${FIT:-1}" != 0 ]; then
   # Fixed sampling first: its fit starts the strategies that stop on p_correct (adaptive, deepconf), so that their
   # fit runs stop the way they will stop once calibrated; their own fit is then made on those runs.
   read -r -a fixed_runs <<< "$(fit_runs fixed none | tr '\n' ' ')"
-  fits=("${fixed_runs[@]}")
+  # N = 64 too: the futility stop's rescue fit learns from long runs of rejected samples (and p_correct sees N = 64)
+  read -r -a long_runs <<< "$(fit_runs fixed none 64 fixed64 | tr '\n' ' ')"
+  fits=("${fixed_runs[@]}" "${long_runs[@]}")
   for strategy in $strategies; do
     [ "$strategy" = fixed ] && continue
     family=$("${PY:-.venv/bin/python}" -P -c "from tts_engine.strategies.registry import family_of; print(family_of('$strategy'))")

@@ -111,3 +111,48 @@ def test_a_run_spends_its_budget_and_at_most_one_wave_more(engine, tmp_path):
 def test_a_budget_needs_a_strategy_that_allocates(engine):
     with pytest.raises(ValueError, match="strategy 'fixed' spends per problem and cannot share a run's budget"):
         engine.solve([HARD], budget_tokens=1000, progress=False)
+
+
+# --- the rescue fit: will more samples bring an accepted one to a problem whose every sample was rejected? ---------
+from tts_engine.eval.calibrate import rescue_fits  # noqa: E402
+from tts_engine.pipeline.calibration import load_calibration  # noqa: E402
+from tts_engine.pipeline.futility import rescue_examples  # noqa: E402
+
+
+def test_rescue_examples_are_the_states_a_fixed_run_passes_through_while_every_sample_is_rejected():
+    scores = [0.0] * 8 + [0.9] + [0.0] * 7  # 16 samples: the ninth is accepted
+    examples, labels = rescue_examples([scores])
+    # seen 4: the next 4 bring none, the 12 left do; seen 8: the 8 left do; seen 12: one was already accepted
+    assert [(2 ** e["log_seen"], 2 ** e["log_more"]) for e in examples] == [(4, 4), (4, 12), (8, 8)]
+    assert labels == [False, True, True]
+
+
+def fixed_line(pid: str, scores: list[float]) -> dict:
+    samples = [{"scores": {KIND: s}, "answer_class": 0, "correct": s >= 0.5} for s in scores]
+    return {"id": pid, "samples": samples, "run": {"strategy": "fixed", "headline_kind": KIND}}
+
+
+def test_the_rescue_fit_tells_a_problem_almost_solved_from_one_out_of_reach(tmp_path):
+    rng = random.Random(1)
+    lines = []
+    for k in range(120):  # out of reach: every sample scores ~0; almost solved: near misses, now and then accepted
+        near = k % 2 == 0
+        scores = [rng.choice([0.02, 0.2, 0.9 if rng.random() < 0.25 else 0.05]) if near else 1e-7 for _ in range(32)]
+        lines.append(fixed_line(f"p{k}", scores))
+    [fit] = rescue_fits(lines, None, 1.0)
+    calibration = Calibration([], "test", KIND, rescue=[fit])
+    out_of_reach = calibration.chance_of_acceptance(KIND, [1e-7] * 8, 56)
+    almost = calibration.chance_of_acceptance(KIND, [0.02, 0.2, 0.05, 0.02, 0.05, 0.2, 0.02, 0.05], 56)
+    assert out_of_reach < 0.1 < 0.5 < almost
+    again = load_calibration(calibration.save(tmp_path / "calibration.json"), KIND)  # the file keeps it
+    assert again.chance_of_acceptance(KIND, [1e-7] * 8, 56) == pytest.approx(out_of_reach)
+    # an accepted sample: the acceptance prior's posterior, not the rescue fit
+    assert calibration.chance_of_acceptance(KIND, [0.9] + [1e-7] * 7, 56) > 0.9
+    assert calibration.chance_of_acceptance(KIND, [1e-7] * 8, 0) == 0.0
+    # runs of fewer than 16 samples a problem teach no rescue fit
+    assert (
+        rescue_fits(
+            [fixed_line(line["id"], [s["scores"][KIND] for s in line["samples"][:8]]) for line in lines], None, 1.0
+        )
+        == []
+    )

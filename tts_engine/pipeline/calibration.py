@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .futility import DEFAULT_PRIOR, AcceptancePrior
+from .futility import DEFAULT_PRIOR, AcceptancePrior, accepted_count, chance_of_acceptance, rejected_features
 from .records import ProblemRecord, SampleRecord, voting_samples
 
 FILE_NAME = "calibration.json"
@@ -115,10 +115,26 @@ class Calibration:
     """Priors over the share of a problem's samples the verifier accepts, per score kind (`futility`): what an
     adaptive strategy's futility stop reads."""
 
+    rescue: list[Fit] = field(default_factory=list)
+    """Per score kind, the fitted chance that more samples bring an accepted one to a problem whose every sample was
+    rejected (`futility`)."""
+
     def acceptance_prior(self, kind: str | None) -> tuple[float, float]:
         """(alpha, beta) of the acceptance prior fitted for score `kind`, else `DEFAULT_PRIOR`."""
         fitted = next((p for p in self.acceptance if p.kind == kind), None)
         return (fitted.alpha, fitted.beta) if fitted is not None else DEFAULT_PRIOR
+
+    def chance_of_acceptance(self, kind: str, scores: Sequence[float], more: int) -> float:
+        """The chance that `more` samples bring one the verifier accepts to a problem whose samples so far scored
+        `scores` of `kind` (`tts_engine.pipeline.futility`): the rescue fit where every one was rejected and a fit
+        exists, else the acceptance prior's posterior."""
+        if more <= 0:
+            return 0.0
+        accepted = accepted_count(scores)
+        fit = next((f for f in self.rescue if f.kind == kind), None)
+        if fit is not None and accepted == 0 and scores:
+            return fit.predict(rejected_features(scores, more))
+        return chance_of_acceptance(*self.acceptance_prior(kind), accepted, len(scores), more)
 
     @property
     def calibrated(self) -> bool:
@@ -177,6 +193,7 @@ class Calibration:
             "version": 1,
             "fits": [asdict(f) for f in self.fits],
             "acceptance": [asdict(p) for p in self.acceptance],
+            "rescue": [asdict(f) for f in self.rescue],
         }
         path.write_text(json.dumps(data, indent=1) + "\n")
         return path
@@ -189,16 +206,17 @@ def load_calibration(path: str | Path, headline_kind: str | None = None) -> Cali
         data = json.loads(path.read_text())
         fits = [Fit(**fit) for fit in data["fits"]]
         acceptance = [AcceptancePrior(**prior) for prior in data.get("acceptance", [])]
+        rescue = [Fit(**fit) for fit in data.get("rescue", [])]
     except FileNotFoundError:
         raise FileNotFoundError(f"calibration file {path} does not exist (make one with `tts calibrate`)") from None
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise ValueError(f"{path} is not a calibration file of `tts calibrate`: {err}") from None
-    for fit in fits:
+    for fit in fits + rescue:
         if len({len(fit.features), len(fit.weights), len(fit.means), len(fit.scales)}) != 1:
             raise ValueError(
                 f"{path}: the fit on {fit.kind} lists {len(fit.features)} features but not as many weights"
             )
-    return Calibration(fits, _shown(path), headline_kind, acceptance=acceptance)
+    return Calibration(fits, _shown(path), headline_kind, acceptance=acceptance, rescue=rescue)
 
 
 def _shown(path: Path) -> str:
@@ -264,10 +282,16 @@ def _prefix_sizes(n: int) -> list[int]:
 
 
 def fit_logistic(
-    examples: Sequence[dict[str, float]], labels: Sequence[bool], kind: str, l2: float = 1.0, steps: int = 50
+    examples: Sequence[dict[str, float]],
+    labels: Sequence[bool],
+    kind: str,
+    l2: float = 1.0,
+    steps: int = 50,
+    features: Sequence[str] | None = None,
 ) -> Fit:
-    """The L2-regularised logistic fit (Newton's method on standardised features) of `labels` on `examples`."""
-    names = list(SCORE_FEATURES if kind != VOTES_ONLY else VOTE_FEATURES)
+    """The L2-regularised logistic fit (Newton's method on standardised features) of `labels` on `examples`, over
+    `features` (default: p_correct's class features for `kind`)."""
+    names = list(features or (SCORE_FEATURES if kind != VOTES_ONLY else VOTE_FEATURES))
     if len(set(labels)) < 2:
         raise ValueError(f"calibration needs both right and wrong answers; all {len(labels)} are {bool(labels[0])}")
     x = np.array([[e[name] for name in names] for e in examples], dtype=np.float64)  # (A, F)

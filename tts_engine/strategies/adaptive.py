@@ -26,7 +26,6 @@ from ..backends.base import Sample
 from ..inputs.problems import Problem
 from ..params import SamplingParams
 from ..pipeline.aggregate import aggregation_keys, headline_vote
-from ..pipeline.futility import accepted_count, chance_of_acceptance
 from ..pipeline.records import ProblemRecord, StrategyBlock, strategy_of
 from ..settings import check_int, check_probability, is_int, setting
 from .parts import Parts
@@ -382,7 +381,6 @@ class AdaptiveNPlan:
         self.params = replace(params, n=config.max_n)
         self.rows_per_problem = config.wave
         self.futility = config.futility if parts.headline_kind is not None else 0.0
-        self.prior = parts.pipeline.calibration.acceptance_prior(parts.headline_kind)
         self.budget = budget
         settings = {"wave": config.wave, "min_n": config.min_n, "max_n": config.max_n, **self.rule.block()}
         settings |= {"futility": self.futility} | ({"budget_tokens": budget.total} if budget else {})
@@ -440,14 +438,15 @@ class AdaptiveNPlan:
             return "confident"
         if used >= self.params.n:
             return "max_n"
-        if self.futility > 0 and self._chance(record, used, self.params.n - used) < self.futility:
+        if self.futility > 0 and self._chance(record, self.params.n - used) < self.futility:
             return "futile"
         return None
 
-    def _chance(self, record: ProblemRecord, used: int, more: int) -> float:
+    def _chance(self, record: ProblemRecord, more: int) -> float:
         """The chance that `more` samples bring one the verifier accepts (`tts_engine.pipeline.futility`)."""
-        accepted = accepted_count([s.scores.get(self.parts.headline_kind, 0.0) for s in record.samples])
-        return chance_of_acceptance(*self.prior, accepted, used, more)
+        kind = self.parts.headline_kind
+        scores = [s.scores.get(kind, 0.0) for s in record.samples]
+        return self.parts.pipeline.calibration.chance_of_acceptance(kind, scores, more)
 
     def _allocate(self, open_rows: set[int], latest, tracks, left: int) -> list[int]:
         """The open problems that get the next wave: by expected gain in p_correct per token (the chance the wave
@@ -458,7 +457,7 @@ class AdaptiveNPlan:
         value = {}
         for i in open_rows:
             record, used = latest[i], len(latest[i].samples)
-            gain = self._chance(record, used, min(self.wave, self.params.n - used)) * (1.0 - tracks[i].confidences[-1])
+            gain = self._chance(record, min(self.wave, self.params.n - used)) * (1.0 - tracks[i].confidences[-1])
             value[i] = (gain / max(1.0, self._wave_cost(record, tracks[i])), -i)
         chosen, cost = [], 0.0
         for i in sorted(open_rows, key=value.get, reverse=True):
