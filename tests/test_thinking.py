@@ -4,6 +4,8 @@ model (its traces known token by token) and end to end on a real tiny checkpoint
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tts_engine import Engine
@@ -11,6 +13,7 @@ from tts_engine.answers.thinking import ThinkingMarkers, answer_after_thinking, 
 from tts_engine.backends.base import BackendBase, Sample
 from tts_engine.inputs.problems import Problem
 from tts_engine.inputs.prompts import PromptConfig
+from tts_engine.strategies.registry import strategy_entry
 from tts_engine.strategies.thinking import BudgetForcingConfig, ProbeConfig, ThinkingConfig
 
 MARKERS = ThinkingMarkers()
@@ -102,6 +105,22 @@ def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
     capped = solve(engine, "budget-forcing", BudgetForcingConfig(thinking_budget=50, min_thinking=60), n=1)
     assert capped["thinking"]["waits"] == 1 and capped["thinking"]["stopped"] == {"budget": 1}
     assert capped["samples"][0]["answer"] == "7"
+
+
+class SlowScript(ThinkingScript):
+    """The script, taking a tenth of a second for every call."""
+
+    def generate(self, prompts, params):
+        time.sleep(0.1)
+        return super().generate(prompts, params)
+
+
+@pytest.mark.parametrize("strategy", ["thinking-budget", "budget-forcing", "probe"])
+def test_a_records_time_counts_its_traces_generation(engine, strategy):
+    engine.backend = SlowScript()
+    config = strategy_entry(strategy).config_type(thinking_budget=20)
+    record = solve(engine, strategy, config, n=1)
+    assert record["time_s"] >= 0.1 * len(engine.backend.calls) > 0
 
 
 class PlainScript(ThinkingScript):

@@ -20,6 +20,7 @@ as it reads its own. Records carry a "thinking" block: what each sample's trace 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator, Sequence
@@ -166,11 +167,12 @@ def run_block(parts: Parts, params: SamplingParams, name: str, config) -> dict[s
     return {**parts.run_info(replace(params, max_new_tokens=budget)), "thinking": {"strategy": name, **asdict(config)}}
 
 
-def records(parts: Parts, problems, prompts, traces: list[list[Trace]], params, probe_tokens=None):
-    """The pipeline's records of finished traces, with their thinking block."""
+def records(parts: Parts, problems, prompts, traces: list[list[Trace]], params, started: float, probe_tokens=None):
+    """The pipeline's records of finished traces, with their thinking block; their wall time counts from `started`
+    (the traces' first tokens)."""
     samples = [[t.sample for t in row] for row in traces]
     built = parts.pipeline.records(
-        problems, prompts, samples, params, verifier=parts.verifier, extra_tokens=probe_tokens
+        problems, prompts, samples, params, verifier=parts.verifier, started=started, extra_tokens=probe_tokens
     )
     for k, (record, row) in enumerate(zip(built, traces)):
         record.block = ThinkingBlock(
@@ -204,11 +206,11 @@ class ThinkingBudgetPlan:
         self.run_block = run_block(parts, params, self.name, config)
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
-        parts, params = self.parts, self.params
+        parts, params, started = self.parts, self.params, time.perf_counter()
         prompts = parts.prompts.build(problems)
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, params)]  # (P, N)
         self.finish(prompts, traces)
-        yield from records(parts, problems, prompts, traces, params)
+        yield from records(parts, problems, prompts, traces, params, started)
 
     def finish(self, prompts: list[str], traces: list[list[Trace]]) -> None:
         """Traces cut by the budget: still open, forced; closed, their answer written to its end."""
@@ -233,7 +235,7 @@ class BudgetForcingPlan(ThinkingBudgetPlan):
     name = "budget-forcing"
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
-        parts, config = self.parts, self.config
+        parts, config, started = self.parts, self.config, time.perf_counter()
         end = parts.prompts.config.think_end
         prompts = parts.prompts.build(problems)
         params = replace(self.params, stop=[*self.params.stop, end])  # a trace stops at its end marker
@@ -252,7 +254,7 @@ class BudgetForcingPlan(ThinkingBudgetPlan):
         answer = replace(self.params, stop=[])
         extend(parts, [p for p, _ in closing], [t for _, t in closing], answer, config.answer_tokens, "answer")
         self.finish(prompts, traces)
-        yield from records(parts, problems, prompts, traces, self.params)
+        yield from records(parts, problems, prompts, traces, self.params, started)
 
     def _at_end(self, prompt: str, t: Trace) -> bool:
         """The trace stopped at its end marker (a stop string: not in the text)."""
@@ -275,7 +277,7 @@ class ProbePlan(ThinkingBudgetPlan):
     name = "probe"
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
-        parts, config = self.parts, self.config
+        parts, config, started = self.parts, self.config, time.perf_counter()
         prompts = parts.prompts.build(problems)
         step = replace(self.params, max_new_tokens=min(config.probe_every, config.thinking_budget))
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, step)]  # (P, N)
@@ -303,7 +305,7 @@ class ProbePlan(ThinkingBudgetPlan):
             for (_, t), [sample] in zip(going, rows):
                 t.sample = sample
         self.finish(prompts, traces)
-        yield from records(parts, problems, prompts, traces, self.params, probe_tokens)
+        yield from records(parts, problems, prompts, traces, self.params, started, probe_tokens)
 
     def _thinking(self, t: Trace) -> bool:
         """Still inside its trace and not stopped (cut by the last step: more to think)."""
