@@ -153,6 +153,27 @@ def test_probe_stops_a_trace_whose_answer_held_and_counts_its_tokens(engine):
     assert alone["thinking"]["stopped"] == {"ended": 1} and alone["samples"][0]["answer"] == "12"
 
 
+class RunningScript(ThinkingScript):
+    """A trace whose partial result moves as it goes (a computation's running value): a probe answers how far the
+    trace has come, the same for every sample."""
+
+    def _sample(self, prompt, params):
+        written = prompt.split("Q\n", 1)[1]
+        if not written.endswith("\\boxed{"):
+            return super()._sample(prompt, params)
+        text = f"{len(written)}}}"
+        return Sample(text, self.encode(text), "stop", [-0.1] * len(text), len(prompt))
+
+
+def test_samples_that_agree_on_a_moving_partial_result_do_not_stop_the_problem(engine):
+    engine.backend = RunningScript()
+    config = ProbeConfig(thinking_budget=32, probe_every=8, probe_holds=2, probe_tokens=4, probe_consensus=1.0)
+    record = solve(engine, "probe", config, n=2)
+    assert record["thinking"]["stopped"] == {"budget": 2} and record["thinking"]["probes"] == 2 * 4
+    engine.backend = ThinkingScript()  # agreeing on one answer probe after probe: the problem stops there
+    assert solve(engine, "probe", config, n=2)["thinking"]["stopped"] == {"settled": 2}
+
+
 def test_every_sequential_strategy_runs_end_to_end_on_a_real_checkpoint(tiny_model_dir):
     engine = Engine(tiny_model_dir, verifier="none")
     settings = {

@@ -11,7 +11,8 @@ N samples per problem, scored, voted and calibrated as every strategy's are:
 - `probe` (Dynasor / Certaindex): every `probe_every` thinking tokens each open trace is branched with
   `answer_forcing` and a short answer read greedily (the main trace is not disturbed; on hf the branch reuses the
   trace's cached keys and values). A sample stops once its probed answer has held for `probe_holds` probes, the
-  problem once `probe_consensus` of its samples agree; a stopped sample's answer is its last probe. Probe tokens
+  problem once `probe_consensus` of its samples have agreed on one answer for `probe_holds` probes in a row (early
+  probes of a computation agree on its first partial results); a stopped sample's answer is its last probe. Probe tokens
   count in the record's generated tokens.
 
 Forced text (the forcing, a "Wait") is part of a sample's text and tokens (log-probability 0): the model reads it
@@ -74,7 +75,8 @@ class ProbeConfig(ThinkingConfig):
     probe_holds: int = 3
     """A sample stops once its probed answer has held for this many probes in a row."""
     probe_consensus: float = 0.75
-    """A problem stops once this share of its samples' current answers agree (probed or final)."""
+    """A problem stops once this share of its samples' current answers (probed or final) has agreed on one answer
+    for `probe_holds` probes in a row."""
     probe_tokens: int = 16
     """Most tokens of a probe's answer."""
 
@@ -283,13 +285,14 @@ class ProbePlan(ThinkingBudgetPlan):
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, step)]  # (P, N)
         probe_tokens = [0] * len(problems)
         budget = step.max_new_tokens
+        leaders: list[list[str | None]] = [[] for _ in problems]  # each problem's agreed answer after every probe
         while True:
             open_ = [(i, t) for i, row in enumerate(traces) for t in row if self._thinking(t)]
             if not open_:
                 break
             for i, tokens in self._probe([prompts[i] for i, _ in open_], [t for _, t in open_], [i for i, _ in open_]):
                 probe_tokens[i] += tokens
-            self._settle(prompts, traces)
+            self._settle(traces, leaders)
             budget = min(budget + config.probe_every, config.thinking_budget)
             going = [(i, t) for i, row in enumerate(traces) for t in row if self._thinking(t)]
             if not going or all(t.sample.num_tokens >= config.thinking_budget for _, t in going):
@@ -322,11 +325,12 @@ class ProbePlan(ThinkingBudgetPlan):
             t.last_probe = probe
         return [(i, row[0].num_tokens) for i, row in zip(owners, rows)]
 
-    def _settle(self, prompts: list[str], traces: list[list[Trace]]) -> None:
-        """Stop the samples whose probed answer held, and every open sample of a problem whose answers agree: each
-        stopped sample's answer is its last probe."""
+    def _settle(self, traces: list[list[Trace]], leaders: list[list[str | None]]) -> None:
+        """Stop the samples whose probed answer held, and every open sample of a problem whose samples have agreed
+        on one answer for `probe_holds` probes (`leaders`: each problem's agreed answer after every probe, or None):
+        each stopped sample's answer is its last probe."""
         holds, need, markers = self.config.probe_holds, self.config.probe_consensus, self.parts.prompts.config.markers
-        for row in traces:
+        for row, leader in zip(traces, leaders):
             current = [
                 (t.probes[-1] if t.probes else None)
                 if self._thinking(t)
@@ -334,7 +338,9 @@ class ProbePlan(ThinkingBudgetPlan):
                 for t in row
             ]
             counts = Counter(a for a in current if a is not None)
-            agreed = bool(counts) and counts.most_common(1)[0][1] >= need * len(row) and len(row) > 1
+            top = counts.most_common(1)[0] if counts else (None, 0)
+            leader.append(top[0] if top[1] >= need * len(row) and len(row) > 1 else None)
+            agreed = len(leader) >= holds and len(set(leader[-holds:])) == 1 and leader[-1] is not None
             for t in row:
                 if not self._thinking(t) or not t.probes:
                     continue
