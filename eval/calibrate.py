@@ -18,14 +18,17 @@ from typing import Any, Sequence
 import click
 
 from tts_engine.pipeline.aggregate import headline_vote
-from tts_engine.pipeline.calibration import FIXED, VOTES_ONLY, Calibration, Fit, answer_examples, fit_logistic
-from tts_engine.pipeline.futility import (
+from tts_engine.pipeline.calibration import (
+    FIXED,
     RESCUE_FEATURES,
-    AcceptancePrior,
-    accepted_count,
-    fit_acceptance,
-    rescue_examples,
+    VOTES_ONLY,
+    Calibration,
+    Fit,
+    answer_examples,
+    fit_logistic,
+    rejected_features,
 )
+from tts_engine.pipeline.futility import AcceptancePrior, accepted_count, fit_acceptance
 from tts_engine.pipeline.metrics import answer_metrics, reliability
 from tts_engine.pipeline.records import SampleRecord, strategy_of, voting_samples
 from tts_engine.running.results import record_status
@@ -135,13 +138,17 @@ def fit_runs(
     return Calibration(fits, "tts calibrate", kind, acceptance=acceptance, rescue=rescue), test_part
 
 
+def headline_kinds(records: Sequence[dict[str, Any]], kind: str | None) -> list[str]:
+    """`kind`, else the headline kinds the records' runs name."""
+    return sorted({kind or r["run"].get("headline_kind") for r in records} - {None})
+
+
 def acceptance_priors(records: Sequence[dict[str, Any]], kind: str | None) -> list[AcceptancePrior]:
     """The acceptance prior of each family's headline kind (`tts_engine.pipeline.futility`), fitted on the fixed
     runs where there are some (every problem drew the same samples), else on all."""
     fixed = families(records).get(FIXED) or list(records)
-    kinds = {kind or r["run"].get("headline_kind") for r in records} - {None}
     priors = []
-    for k in sorted(kinds):
+    for k in headline_kinds(records, kind):
         counts = [
             (accepted_count([s["scores"].get(k, 0.0) for s in r["samples"]]), len(r["samples"]))
             for r in fixed
@@ -155,6 +162,26 @@ def acceptance_priors(records: Sequence[dict[str, Any]], kind: str | None) -> li
 RESCUE_MIN_SAMPLES = 16
 """Fixed runs with at least this many samples a problem teach the rescue fit (fewer show too short a run of
 rejections)."""
+
+
+RESCUE_POINTS = (4, 8, 12, 16, 24, 32, 48)
+"""Samples seen at the states `rescue_examples` reads from a fixed run (those short of its N)."""
+
+
+def rescue_examples(rows: Sequence[Sequence[float]]) -> tuple[list[dict[str, float]], list[bool]]:
+    """Examples of the chance that more samples bring an accepted one, from fixed runs' headline scores `rows`
+    (each problem's samples in the order drawn): at every point of `RESCUE_POINTS` where all samples so far were
+    rejected, two horizons (as many more again, and all that are left), labelled by whether one of them was
+    accepted."""
+    examples, labels = [], []
+    for scores in rows:
+        for seen in (n for n in RESCUE_POINTS if n < len(scores)):
+            if accepted_count(scores[:seen]) > 0:
+                break
+            for more in sorted({min(seen, len(scores) - seen), len(scores) - seen}):
+                examples.append(rejected_features(scores[:seen], more))
+                labels.append(accepted_count(scores[seen : seen + more]) > 0)
+    return examples, labels
 
 
 def rescue_rows(records: Sequence[dict[str, Any]], kind: str) -> list[list[float]]:
@@ -172,7 +199,7 @@ def rescue_fits(records: Sequence[dict[str, Any]], kind: str | None, l2: float) 
     rejected (`tts_engine.pipeline.futility`), fitted on the fixed runs with many samples a problem; none where the
     runs show no such problem, or none that more samples rescued."""
     fits = []
-    for k in sorted({kind or r["run"].get("headline_kind") for r in records} - {None}):
+    for k in headline_kinds(records, kind):
         rows = rescue_rows(records, k)
         examples, labels = rescue_examples(rows)
         if len(set(labels)) < 2:

@@ -114,9 +114,8 @@ def test_a_budget_needs_a_strategy_that_allocates(engine):
 
 
 # --- the rescue fit: will more samples bring an accepted one to a problem whose every sample was rejected? ---------
-from tts_engine.eval.calibrate import rescue_fits  # noqa: E402
+from tts_engine.eval.calibrate import rescue_examples, rescue_fits  # noqa: E402
 from tts_engine.pipeline.calibration import load_calibration  # noqa: E402
-from tts_engine.pipeline.futility import rescue_examples  # noqa: E402
 
 
 def test_rescue_examples_are_the_states_a_fixed_run_passes_through_while_every_sample_is_rejected():

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .futility import DEFAULT_PRIOR, AcceptancePrior, accepted_count, chance_of_acceptance, rejected_features
+from .futility import DEFAULT_PRIOR, AcceptancePrior, accepted_count, chance_of_acceptance
 from .records import ProblemRecord, SampleRecord, voting_samples
 
 FILE_NAME = "calibration.json"
@@ -40,6 +40,9 @@ VOTES_ONLY = "votes"
 SCORE_FEATURES = ("score_max", "score_mean", "score_share", "count_share", "log_n", "likelihood")
 VOTE_FEATURES = ("count_share", "log_n", "likelihood")
 _CLIP = 1e-4  # scores are clipped to [_CLIP, 1 - _CLIP] before their log-odds
+RESCUE_FEATURES = ("log_seen", "log_more", "best", "mean")
+"""What `rejected_features` gives: the rescue fit (will more samples bring an accepted one?) reads these."""
+_RESCUE_CLIP = 1e-6  # finer: how near a rejected sample came (1e-5 or 1e-2) is what the rescue fit reads
 
 
 def class_features(samples: Sequence[SampleRecord], answer_class: int, kind: str) -> dict[str, float]:
@@ -64,8 +67,19 @@ def class_features(samples: Sequence[SampleRecord], answer_class: int, kind: str
     }
 
 
-def _logit(p: float) -> float:
-    p = min(1.0 - _CLIP, max(_CLIP, p))
+def rejected_features(scores: Sequence[float], more: int) -> dict[str, float]:
+    """A problem whose every sample was rejected: how many it drew (log2), how many more may come (log2), and how
+    near its best and mean headline score came to acceptance (log-odds, clipped at 1e-6)."""
+    return {
+        "log_seen": math.log2(len(scores)),
+        "log_more": math.log2(max(1, more)),
+        "best": _logit(max(scores), _RESCUE_CLIP),
+        "mean": _logit(sum(scores) / len(scores), _RESCUE_CLIP),
+    }
+
+
+def _logit(p: float, clip: float = _CLIP) -> float:
+    p = min(1.0 - clip, max(clip, p))
     return math.log(p / (1.0 - p))
 
 
@@ -114,7 +128,6 @@ class Calibration:
     acceptance: list[AcceptancePrior] = field(default_factory=list)
     """Priors over the share of a problem's samples the verifier accepts, per score kind (`futility`): what an
     adaptive strategy's futility stop reads."""
-
     rescue: list[Fit] = field(default_factory=list)
     """Per score kind, the fitted chance that more samples bring an accepted one to a problem whose every sample was
     rejected (`futility`)."""

@@ -19,7 +19,7 @@ solves (rejected samples the verifier scored .01 or .3), and on labelled runs th
 run of rejections (after 16: .235 predicted, .122 seen). So where labelled runs with many samples per problem exist,
 `tts calibrate` also fits the chance itself for a problem whose every sample was rejected: a logistic model
 (`Fit`, as p_correct's) over how many were seen, how many more may come, and the log-odds of the best and mean
-verifier score so far (`rejected_features`), on every state a fixed run passes through (`rescue_examples`). The
+verifier score so far (`calibration.rejected_features`), on every state a fixed run passes through. The
 Beta posterior stays for problems with an accepted sample, and wherever no such fit was made.
 """
 
@@ -86,45 +86,3 @@ def fit_acceptance(counts: Sequence[tuple[int, int]], kind: str) -> AcceptancePr
     alpha, beta = math.exp(best[0]), math.exp(best[1])
     samples = sum(n for _, n in counts)
     return AcceptancePrior(kind, round(alpha, 4), round(beta, 4), {"problems": len(counts), "samples": samples})
-
-
-RESCUE_FEATURES = ("log_seen", "log_more", "best", "mean")
-"""What `rejected_features` gives: the fit of the chance that more samples bring an accepted one reads these."""
-
-_FLOOR = 1e-6
-
-
-def rejected_features(scores: Sequence[float], more: int) -> dict[str, float]:
-    """A problem whose every sample was rejected: how many it drew (log2), how many more may come (log2), and how
-    near its best and mean headline score came to acceptance (log-odds, floored at 1e-6)."""
-
-    def log_odds(p: float) -> float:
-        p = min(1.0 - _FLOOR, max(_FLOOR, p))
-        return math.log(p / (1.0 - p))
-
-    return {
-        "log_seen": math.log2(len(scores)),
-        "log_more": math.log2(max(1, more)),
-        "best": log_odds(max(scores)),
-        "mean": log_odds(sum(scores) / len(scores)),
-    }
-
-
-RESCUE_POINTS = (4, 8, 12, 16, 24, 32, 48)
-"""Samples seen at the states `rescue_examples` reads from a fixed run (those short of its N)."""
-
-
-def rescue_examples(rows: Sequence[Sequence[float]]) -> tuple[list[dict[str, float]], list[bool]]:
-    """Examples of the chance that more samples bring an accepted one, from fixed runs' headline scores `rows`
-    (each problem's samples in the order drawn): at every point of `RESCUE_POINTS` where all samples so far were
-    rejected, two horizons (as many more again, and all that are left), labelled by whether one of them was
-    accepted."""
-    examples, labels = [], []
-    for scores in rows:
-        for seen in (n for n in RESCUE_POINTS if n < len(scores)):
-            if accepted_count(scores[:seen]) > 0:
-                break
-            for more in sorted({min(seen, len(scores) - seen), len(scores) - seen}):
-                examples.append(rejected_features(scores[:seen], more))
-                labels.append(accepted_count(scores[seen : seen + more]) > 0)
-    return examples, labels

@@ -151,6 +151,11 @@ def force_answers(parts: Parts, prompts: list[str], traces: list[Trace], params:
     extend(parts, prompts, traces, replace(params, stop=[]), config.answer_tokens, f"answer-{reason}")
 
 
+def held_for(answers: list[str | None], holds: int) -> bool:
+    """The last `holds` answers are one and the same answer."""
+    return len(answers) >= holds and len(set(answers[-holds:])) == 1 and answers[-1] is not None
+
+
 def trace_open(parts: Parts, sample: Sample) -> bool:
     """The sample is still inside its trace (the end marker not yet written)."""
     return parts.prompts.config.think_end not in sample.text
@@ -340,11 +345,11 @@ class ProbePlan(ThinkingBudgetPlan):
             counts = Counter(a for a in current if a is not None)
             top = counts.most_common(1)[0] if counts else (None, 0)
             leader.append(top[0] if top[1] >= need * len(row) and len(row) > 1 else None)
-            agreed = len(leader) >= holds and len(set(leader[-holds:])) == 1 and leader[-1] is not None
+            agreed = held_for(leader, holds)
             for t in row:
                 if not self._thinking(t) or not t.probes:
                     continue
-                held = len(t.probes) >= holds and len(set(t.probes[-holds:])) == 1 and t.probes[-1] is not None
+                held = held_for(t.probes, holds)
                 if held or agreed:
                     forcing = self.parts.prompts.config.answer_forcing
                     t.sample = replace(
