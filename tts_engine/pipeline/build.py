@@ -7,6 +7,7 @@ every class and vote -> one `ProblemRecord` per problem
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any, Callable, Sequence
 
@@ -44,9 +45,9 @@ class Pipeline:
 
     def with_calibration(self, calibration: Calibration) -> "Pipeline":
         """This pipeline with another calibration (a strategy family's, `Calibration.for_family`)."""
-        return Pipeline(
-            calibration, grader=self.grader, judge=self.judge, markers=self.markers, count_tokens=self.count_tokens
-        )
+        other = copy.copy(self)
+        other.calibration = calibration
+        return other
 
     def records(
         self,
