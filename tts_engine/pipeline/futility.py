@@ -15,12 +15,13 @@ threshold. Across problems the rates are mostly near 0 or near 1, so the fitted 
 rejected samples quickly makes more of the same likely.
 
 The counts alone cannot tell a problem that is out of the model's reach (every sample scored ~0) from one it almost
-solves (rejected samples the verifier scored .01 or .3), and on labelled runs the Beta over-states the chance after a
-run of rejections (after 16: .235 predicted, .122 seen). So where labelled runs with many samples per problem exist,
-`tts calibrate` also fits the chance itself for a problem whose every sample was rejected: a logistic model
-(`Fit`, as p_correct's) over how many were seen, how many more may come, and the log-odds of the best and mean
-verifier score so far (`calibration.rejected_features`), on every state a fixed run passes through. The
-Beta posterior stays for problems with an accepted sample, and wherever no such fit was made.
+solves (rejected samples the verifier scored .01 or .3): on the default's fit set s8101 at N = 64, after 16
+rejections the prior gives both .150, and later samples brought an accepted one to none of the first (26 problems)
+and a third of the second (15; `python scripts/futility_check.py`). So where labelled runs with many samples per
+problem exist, `tts calibrate` also fits the chance itself for a problem whose every sample was rejected: a logistic
+model (`Fit`, as p_correct's) over how many were seen, how many more may come, and the log-odds of the best and mean
+verifier score so far (`calibration.rejected_features`), on every state a fixed run passes through. The Beta
+posterior stays for problems with an accepted sample, and wherever no such fit was made.
 """
 
 from __future__ import annotations
