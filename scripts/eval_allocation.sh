@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Where compute goes, through `tts solve` and `tts curve` on fresh mixed sets (levels 1-10; levels 9-10 lie past the
 # default's training) that nothing was tuned on: fixed N = 64 (its curve gives fixed N = 1..64 and their tokens),
-# adaptive-n with its defaults (the p_correct stop and the futility stop), adaptive-n without the futility stop (as
-# before it existed), and runs under one token budget at fixed N = 8's and N = 16's total tokens.
+# adaptive-n with its defaults (the p_correct stop, the futility stop and the plateau stop), without the plateau
+# stop, and without either (as before they existed), and runs under one token budget at fixed N = 8's and N = 16's
+# total tokens.
 #   bash scripts/eval_allocation.sh            -> docs/runs/allocation.txt
-# Env: SEEDS ("8501 8502"), PER_LEVEL (20), OUT (runs/allocation), MODEL_ARGS (more tts solve options). Every solve
-# resumes: rerun to finish.
+# Env: SEEDS ("8501 8502 8503"), PER_LEVEL (20), OUT (runs/allocation), MODEL_ARGS (more tts solve options). Every
+# solve resumes: rerun to finish.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a tts <<< "${TTS:-.venv/bin/tts}"
@@ -27,20 +28,21 @@ print(int(tokens * curve["num_problems_scored"]))
 PY
 }
 
-for seed in ${SEEDS:-8501 8502}; do
+for seed in ${SEEDS:-8501 8502 8503}; do
   problems="$out/s${seed}.jsonl"
   [ -f "$problems" ] || "${tts[@]}" train make-problems --seed "$seed" --levels 1-10 --per-level "${PER_LEVEL:-20}" --out "$problems" >/dev/null
   run() {  # name, tts solve options
     local name="$1"; shift
     "${tts[@]}" solve "$problems" "${model_args[@]}" "$@" --out "$out/${name}_s$seed.jsonl" --quiet > "$out/${name}_s$seed.txt"
-    { echo; echo "## s$seed $name: tts solve s$seed.jsonl ${model_args[*]} $*"; grep -v "^results:\|^  [a-z_]*:" "$out/${name}_s$seed.txt"; } >> "$report"
+    { echo; echo "## s$seed $name: tts solve s$seed.jsonl ${model_args[*]} $*"; awk '!/^results:/ && (!/^  [a-z_0-9]+:/ || /^  stopped:/)' "$out/${name}_s$seed.txt"; } >> "$report"
   }
   run fixed64 --n 64
   { echo; echo "## s$seed fixed N = k: tts curve fixed64_s$seed.jsonl"; } >> "$report"
   "${tts[@]}" curve "$out/fixed64_s$seed.jsonl" --out-dir "$out/fixed64_s${seed}_curves" --label "s$seed" --no-plots \
     | sed '/^can these answers/,$d' >> "$report"
   run adaptive --strategy adaptive-n
-  run adaptive_no_futility --strategy adaptive-n --futility 0
+  run adaptive_no_plateau --strategy adaptive-n --plateau-waves 0
+  run adaptive_no_futility --strategy adaptive-n --futility 0 --plateau-waves 0
   for n in 8 16; do
     budget=$(total_at "$out/fixed64_s${seed}_curves/curves.json" "$n")
     run "budget_n$n" --strategy adaptive-n --budget-tokens "$budget"

@@ -4,7 +4,7 @@ most on), the futility stop of the adaptive strategies, and one token budget for
 from __future__ import annotations
 
 from tts_engine.running.summary import summarize
-from tts_engine.strategies.adaptive import format_adaptive_summary
+from tts_engine.strategies.adaptive import format_adaptive_summary, plateaued
 
 
 def line(pid: str, rights: list[bool]) -> dict:
@@ -68,7 +68,13 @@ def test_a_problem_every_sample_of_which_is_rejected_stops_as_futile(engine):
     config = AdaptiveConfig(wave=4, max_n=32, futility=0.2)
     [record] = engine.solve([HARD], strategy="adaptive-n", config=config, max_new_tokens=96, progress=False)
     block = record["adaptive"]
-    assert block["stopped_because"] == "futile" and block["n_used"] < 32
+    assert block["stopped_because"] == "futile" and block["n_used"] == 8  # the chance is below .2 from 4 samples on
+    assert record["run"]["adaptive"]["futility_min_n"] == 8  # but the stop waits for futility_min_n samples
+    early = AdaptiveConfig(wave=4, max_n=32, futility=0.2, futility_min_n=4)
+    [at_four] = engine.solve([HARD], strategy="adaptive-n", config=early, max_new_tokens=96, progress=False)
+    assert at_four["adaptive"]["n_used"] == 4
+    with pytest.raises(ValueError, match="futility_min_n must be an integer >= 1"):
+        AdaptiveConfig(futility_min_n=0)
     assert all(s["scores"][KIND] < 0.5 for s in record["samples"])
     never = AdaptiveConfig(wave=4, max_n=12, futility=0.0)
     [kept_on] = engine.solve([HARD], strategy="adaptive-n", config=never, max_new_tokens=96, progress=False)
@@ -79,6 +85,17 @@ def test_a_problem_every_sample_of_which_is_rejected_stops_as_futile(engine):
         f"  stopped: futile 1 ({cost(record):.0f} tokens, {block['n_used']:.1f} samples / problem); "
         f"max_n 1 ({cost(kept_on):.0f} tokens, 12.0 samples / problem)"
     )
+
+
+def test_a_problem_whose_p_correct_has_stopped_rising_stops_on_a_plateau():
+    flat = [0.1, 0.8, 0.84, 0.86, 0.85, 0.86, 0.855, 0.87]  # one answer accepted, p_correct stuck below tau
+    assert plateaued(flat, waves=4, wave=4, more=40, tau=0.9)
+    assert not plateaued(flat, waves=4, wave=4, more=80, tau=0.9)  # at its pace (.0006 a sample) it gets there
+    assert not plateaued(flat[:6], waves=4, wave=4, more=40, tau=0.9)  # .80 to .86 in 16 samples: still rising
+    assert not plateaued([0.2, 0.3, 0.4, 0.5, 0.6, 0.7], waves=4, wave=4, more=40, tau=0.9)  # still rising fast
+    assert plateaued([0.8, 0.8, 0.7, 0.6, 0.6, 0.5], waves=4, wave=4, more=40, tau=0.9)  # falling: flat
+    assert not plateaued(flat[:4], waves=4, wave=4, more=40, tau=0.9)  # fewer than 5 waves seen
+    assert not plateaued(flat, waves=0, wave=4, more=40, tau=0.9)  # off
 
 
 # --- one token budget for a run ------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The thinker's trace (tasks/arith/thinking.py) and its training data: built from sampled chains, every line
-checked on its own line, a wrong line fixed after "wait", never learned; the chain read back (and checked by the
+checked on its own line and followed by the operations left, a wrong line fixed after "wait", never learned; the chain read back (and checked by the
 recompute verifier); cut traces' forced
 answers; chains whose errors the checks cannot see left out."""
 
@@ -20,8 +20,8 @@ def test_a_trace_checks_every_line_and_fixes_the_first_wrong_one():
     pieces = trace(PROBLEM, CHAINS)
     text = "".join(p.text for p in pieces)
     assert text == (
-        "<think>\n28*4=112 | 820*400=211 ok\n112-18=93 | 211-810=490 no\nwait\n"
-        "112-18=94 | 211-810=490 ok\n94+80=174 | 490+080=471 ok\n</think>\n\\boxed{174}"
+        "<think>\n28*4=112|820*400=211 ok|-18+80\n112-18=93|211-810=490 no\nwait\n"
+        "112-18=94|211-810=490 ok|+80\n94+80=174|490+080=471 ok|end\n</think>\n\\boxed{174}"
     )
     assert [p.text for p in pieces if not p.learn] == ["112-18=93"]  # the wrong line is context, never a target
     assert final_chain(text) == ["28*4=112", "112-18=94", "94+80=174"]
@@ -41,7 +41,7 @@ def test_the_answer_a_cut_trace_holds_is_its_last_complete_solution_line():
     assert current_answer(text[: text.index("112-18=93")]) == 112
     assert current_answer(text[: text.index("wait")]) == 93  # before the check's verdict is acted on
     assert current_answer(text[: text.index("</think>")]) == 174
-    cut = cut_trace(trace(PROBLEM, CHAINS), random.Random(3))
+    cut = cut_trace(trace(PROBLEM, CHAINS), random.Random(5))
     assert cut[0].text.endswith(ANSWER_FORCING) and not cut[0].learn  # the cut trace and the forcing: context
     assert cut[1].text == f"{current_answer(cut[0].text[: -len(ANSWER_FORCING)])}}}"  # the forced answer: learned
 

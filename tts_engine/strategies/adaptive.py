@@ -26,6 +26,7 @@ from ..backends.base import Sample
 from ..inputs.problems import Problem
 from ..params import SamplingParams
 from ..pipeline.aggregate import aggregation_keys, headline_vote
+from ..pipeline.futility import accepted_count
 from ..pipeline.records import ProblemRecord, StrategyBlock, strategy_of
 from ..settings import check_int, check_probability, is_int, setting
 from .parts import Parts
@@ -119,6 +120,12 @@ class AdaptiveConfig:
     futility: float = 0.1
     """adaptive-n: stop a problem as futile once the chance that its samples up to --max-n bring one the verifier
     accepts (headline score >= .5) falls below this (tts_engine.pipeline.futility; 0: never). Needs a verifier."""
+    futility_min_n: int = 8
+    """adaptive-n: fewest samples before a problem may stop as futile (four rejections in a row are too common on
+    problems whose samples the verifier accepts one time in three to call it)."""
+    plateau_waves: int = 4
+    """adaptive-n: stop a problem that has a sample the verifier accepts once its p_correct, moving at its pace over
+    its last plateau_waves waves, would not reach tau by max_n (reason plateau; 0: never). Needs a verifier."""
 
     def __post_init__(self) -> None:
         self.budgets = check_budgets(self.budgets)
@@ -126,6 +133,8 @@ class AdaptiveConfig:
         if self.tau is not None:
             self.tau = check_tau(self.tau)
         check_waves(self.wave, self.min_n, self.max_n)
+        check_int("futility_min_n", self.futility_min_n)
+        check_int("plateau_waves", self.plateau_waves, least=0)
         check_confidence_over(self.confidence_over)
         check_stop_on(self.stop_on)
 
@@ -355,6 +364,16 @@ def _length_stop(
 
 
 # --- adaptive N --------------------------------------------------------------------------------------------
+def plateaued(confidences: Sequence[float], waves: int, wave: int, more: int, tau: float) -> bool:
+    """Whether a stop signal that moved from `confidences[-1 - waves]` to `confidences[-1]` over its last `waves`
+    waves of `wave` samples would stay below tau after `more` samples at that pace (a falling signal: flat);
+    False before `waves` + 1 waves, or with `waves` 0."""
+    if waves == 0 or len(confidences) <= waves:
+        return False
+    pace = (confidences[-1] - confidences[-1 - waves]) / (waves * wave)  # per sample
+    return confidences[-1] + max(0.0, pace) * more < tau
+
+
 @register_strategy(
     "adaptive-n",
     config_type=AdaptiveConfig,
@@ -381,9 +400,12 @@ class AdaptiveNPlan:
         self.params = replace(params, n=config.max_n)
         self.rows_per_problem = config.wave
         self.futility = config.futility if parts.headline_kind is not None else 0.0
+        self.futility_min_n = config.futility_min_n
+        self.plateau_waves = config.plateau_waves if parts.headline_kind is not None else 0
         self.budget = budget
         settings = {"wave": config.wave, "min_n": config.min_n, "max_n": config.max_n, **self.rule.block()}
-        settings |= {"futility": self.futility} | ({"budget_tokens": budget.total} if budget else {})
+        settings |= {"futility": self.futility, "futility_min_n": self.futility_min_n}
+        settings |= {"plateau_waves": self.plateau_waves} | ({"budget_tokens": budget.total} if budget else {})
         self.run_block = {**parts.run_info(self.params), "adaptive": settings}
         self.verifier = cached(parts.verifier)
 
@@ -402,7 +424,7 @@ class AdaptiveNPlan:
                 parts, problems, prompts, samples, chosen, params, self.verifier, clock, tracks
             ):
                 latest[i], confidence = record, tracks[i].observe(record, rule.signal(record))
-                reason = self._stop(record, confidence, len(samples[i]))
+                reason = self._stop(record, tracks[i].confidences, len(samples[i]))
                 if reason is None:
                     yield _progress(record, rule)
                     continue
@@ -432,15 +454,26 @@ class AdaptiveNPlan:
                 samples[i].extend(row)
                 waves[i] += 1
 
-    def _stop(self, record: ProblemRecord, confidence: float, used: int) -> str | None:
-        """Why a problem stops after this wave, or None to keep it open."""
-        if used >= self.min_n and confidence >= self.rule.tau:
+    def _stop(self, record: ProblemRecord, confidences: list[float], used: int) -> str | None:
+        """Why a problem stops after this wave (its stop signal after each wave so far: `confidences`), or None to
+        keep it open."""
+        if used >= self.min_n and confidences[-1] >= self.rule.tau:
             return "confident"
         if used >= self.params.n:
             return "max_n"
-        if self.futility > 0 and self._chance(record, self.params.n - used) < self.futility:
+        futile_now = self.futility > 0 and used >= self.futility_min_n
+        if futile_now and self._chance(record, self.params.n - used) < self.futility:
             return "futile"
+        if self._plateau(record, confidences, self.params.n - used):
+            return "plateau"
         return None
+
+    def _plateau(self, record: ProblemRecord, confidences: list[float], more: int) -> bool:
+        """Whether a problem with an accepted sample would not reach tau by max_n at the pace its stop signal moved
+        over the last `plateau_waves` waves (a problem whose every sample was rejected is the futility stop's)."""
+        if not plateaued(confidences, self.plateau_waves, self.wave, more, self.rule.tau):
+            return False
+        return accepted_count([s.scores.get(self.parts.headline_kind, 0.0) for s in record.samples]) > 0
 
     def _chance(self, record: ProblemRecord, more: int) -> float:
         """The chance that `more` samples bring one the verifier accepts (`tts_engine.pipeline.futility`)."""

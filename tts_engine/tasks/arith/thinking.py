@@ -1,20 +1,21 @@
 """The thinking trace of the arithmetic task's thinker: each line of the solution carries its own check, written units
-digit first right after it; a wrong line is fixed and solving goes on; the answer comes after the trace.
+digit first right after it, and what is left of the problem; a wrong line is fixed and solving goes on; the answer
+comes after the trace.
 
-    Compute left to right: 28*4-18+80.          the prompt
+    Compute left to right: 28*4-18+80.            the prompt
     <think>
-    28*4=112 | 820*400=211 ok                   a solution line | its check: the step units digit first, ok or no
-    112-18=93 | 211-810=490 no                  the line wrote 93, the check 094: wrong
+    28*4=112|820*400=211 ok|-18+80                a solution line|its check|the operations left
+    112-18=93|211-810=490 no                      its check: the step units digit first, then ok or no
     wait
-    112-18=94 | 211-810=490 ok                  the wrong line fixed from its check
-    94+80=174 | 490+080=471 ok
+    112-18=94|211-810=490 ok|+80                  the wrong line fixed from its check
+    94+80=174|490+080=471 ok|end
     </think>
     \\boxed{174}
 
 A check recomputes the line's own step (its left side, operation and operand, each units digit first: the form the
-default's recompute verifier reads) and says whether the line's result matches: everything it reads is on its own
-line. Training builds these traces (`trace`) from chains the default really sampled; the engine reads a trace's
-final chain back (`final_chain`) to verify it.
+default's recompute verifier reads) and says whether the line's result matches. Everything a line needs is on the line before it: its left side is that line's result, its operation and
+operand the first of the operations left. Training builds these traces (`trace`) from chains the default really
+sampled; the engine reads a trace's final chain back (`final_chain`) to verify it.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from .chain import apply, problem_steps, read_step_line, units_first
 THINK_START = "<think>\n"
 THINK_END = "</think>\n"
 OK, NO = "ok", "no"
-SEPARATOR = " | "
-"""Between a solution line and its check."""
+SEPARATOR = "|"
+"""Between a solution line, its check and the operations left."""
+LAST = "end"
+"""What the last line writes for the operations left."""
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
@@ -56,6 +59,11 @@ def check_line(line: str) -> tuple[str, bool]:
     right = step.result == exact
     check = f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(exact)}"
     return f"{check} {OK if right else NO}", right
+
+
+def operations_left(terms: list[tuple[str, int]], line: int) -> str:
+    """The operations after solution line `line` (0-based) as the problem writes them, or `LAST` after the last."""
+    return "".join(f"{op}{operand}" for op, operand in terms[line + 1 :]) or LAST
 
 
 def solution_part(line: str) -> str:
@@ -91,10 +99,11 @@ class Piece:
 
 def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
     """The thinking trace of `chains` (each a full list of step lines; chain r + 1 starts with chain r's first wrong
-    line fixed), the answer after it. Every line carries its check; at a line the check finds wrong the trace writes
+    line fixed), the answer after it. Every line carries its check, and a right one the operations left; at a line the check finds wrong the trace writes
     "wait" and goes on with the next chain from that line. ValueError when the checks would not find the chains'
     errors (a carried value or an operand copied wrong: the check reads the line's own) or the last chain is
     wrong."""
+    terms = problem_steps(problem)[1]
     pieces = [Piece(THINK_START)]
     at = 0  # the line the current chain is written from
     for r, lines in enumerate(chains):
@@ -103,9 +112,10 @@ def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
             check, right = check_line(lines[k])
             if right != (k != wrong):
                 raise ValueError(f"the check of line {k} ({lines[k]!r}) does not find what the chain gets wrong")
-            pieces += [Piece(lines[k], learn=right), Piece(SEPARATOR + check + "\n")]
             if not right:
+                pieces += [Piece(lines[k], learn=False), Piece(SEPARATOR + check + "\n")]
                 break
+            pieces += [Piece(lines[k]), Piece(SEPARATOR + check + SEPARATOR + operations_left(terms, k) + "\n")]
         if wrong is None:
             answer = read_step_line(lines[-1]).result
             return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{answer}}}")]

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The thinker against itself and the default, through `tts solve` and `tts curve`, on fresh sets it never trained on.
+#   bash scripts/eval_thinker.sh [THINKER_DIR]        (default: the shipped tts_engine/assets/thinker)
+# For each seed of SEEDS, levels 1-8 (PER_LEVEL a level), N = 4 samples a problem:
+#   the default (fixed N), the thinker at --thinking-budget 128 and 512, probe at 512 (every 64 tokens, an answer
+#   held 3 probes), and budget forcing (at least 256 thinking tokens, up to 2 waits, capped at 1,024);
+# on the first seed also levels 9-10 (past the chains either model was trained on: the default and the thinker at
+# 512), and the two axes (`tts curve` of the thinker with no budget and at budgets 64, 128, 256 and 512, AXES_N
+# samples each: parallel, sequential and joint; beside it the default's curve at AXES_N). Every solve resumes: rerun to finish.
+# Writes docs/runs/thinker.txt (one part per run, `## sSEED RUN: the command`).
+# Env: SEEDS ("8601 8602"), PER_LEVEL (10), AXES_N (16), OUT (runs/thinker_eval), TTS (.venv/bin/tts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+read -r -a tts <<< "${TTS:-.venv/bin/tts}"
+thinker="${1:-tts_engine/assets/thinker}"
+out="${OUT:-runs/thinker_eval}"
+axes_n="${AXES_N:-16}"
+report="docs/runs/thinker.txt"
+mkdir -p "$out" docs/runs
+: > "$report"
+
+solve() {  # name, problems file, tts solve options
+  local name="$1" problems="$2"; shift 2
+  "${tts[@]}" solve "$problems" "$@" --out "$out/$name.jsonl" --quiet > "$out/$name.txt"
+  { echo; echo "## $name: tts solve $(basename "$problems") $*"; grep -v "^results:\|^  [a-z_0-9]*:" "$out/$name.txt"; } >> "$report"
+}
+
+seeds=(${SEEDS:-8601 8602})
+for seed in "${seeds[@]}"; do
+  set_file="$out/s$seed.jsonl"
+  [ -f "$set_file" ] || "${tts[@]}" train make-problems --seed "$seed" --levels 1-8 --per-level "${PER_LEVEL:-10}" --out "$set_file" >/dev/null
+  solve "s${seed}_default" "$set_file" --n 4
+  solve "s${seed}_tb128" "$set_file" --model "$thinker" --strategy thinking-budget --thinking-budget 128 --n 4
+  solve "s${seed}_tb512" "$set_file" --model "$thinker" --strategy thinking-budget --thinking-budget 512 --n 4
+  solve "s${seed}_probe512" "$set_file" --model "$thinker" --strategy probe --thinking-budget 512 --probe-every 64 --probe-holds 3 --n 4
+  solve "s${seed}_forcing" "$set_file" --model "$thinker" --strategy budget-forcing --min-thinking 256 --max-waits 2 --thinking-budget 1024 --n 4
+done
+
+first="${seeds[0]}"
+far="$out/s${first}_far.jsonl"
+[ -f "$far" ] || "${tts[@]}" train make-problems --seed "$first" --levels 9-10 --per-level "${PER_LEVEL:-10}" --out "$far" >/dev/null
+solve "s${first}_far_default" "$far" --n 4
+solve "s${first}_far_tb512" "$far" --model "$thinker" --strategy thinking-budget --thinking-budget 512 --n 4
+
+solve "s${first}_axes_free" "$out/s$first.jsonl" --model "$thinker" --max-new-tokens 1024 --n "$axes_n"
+axes=("$out/s${first}_axes_free.jsonl")
+for b in 64 128 256 512; do
+  solve "s${first}_axes_tb$b" "$out/s$first.jsonl" --model "$thinker" --strategy thinking-budget --thinking-budget "$b" --n "$axes_n"
+  axes+=("$out/s${first}_axes_tb$b.jsonl")
+done
+solve "s${first}_axes_default" "$out/s$first.jsonl" --n "$axes_n"
+{ echo; echo "## s${first} axes: tts curve s${first}_axes_free.jsonl s${first}_axes_tb{64,128,256,512}.jsonl"; } >> "$report"
+"${tts[@]}" curve "${axes[@]}" --out-dir "$out/s${first}_axes" --no-plots | sed -n '/^== /,$p' | sed '/^can these answers/,$d' >> "$report"
+{ echo; echo "## s${first} default at N = 1..$axes_n: tts curve s${first}_axes_default.jsonl"; } >> "$report"
+"${tts[@]}" curve "$out/s${first}_axes_default.jsonl" --out-dir "$out/s${first}_axes_default" --no-plots | sed '/^can these answers/,$d' >> "$report"
+echo "$report"
