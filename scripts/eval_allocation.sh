@@ -2,8 +2,8 @@
 # Where compute goes, through `tts solve` and `tts curve` on fresh mixed sets (levels 1-10; levels 9-10 lie past the
 # default's training) that nothing was tuned on: fixed N = 64 (its curve gives fixed N = 1..64 and their tokens),
 # adaptive-n with its defaults (the p_correct stop, the futility stop and the plateau stop), without the plateau
-# stop, and without either (as before they existed), and runs under one token budget at fixed N = 8's and N = 16's
-# total tokens.
+# stop, and without either (as before they existed), and runs under one token budget at fixed N = 4's, 8's, 16's and
+# 32's total tokens.
 #   bash scripts/eval_allocation.sh            -> docs/runs/allocation.txt
 # Env: SEEDS ("8501 8502 8503"), PER_LEVEL (20), OUT (runs/allocation), MODEL_ARGS (more tts solve options). Every
 # solve resumes: rerun to finish.
@@ -43,7 +43,7 @@ for seed in ${SEEDS:-8501 8502 8503}; do
   run adaptive --strategy adaptive-n
   run adaptive_no_plateau --strategy adaptive-n --plateau-waves 0
   run adaptive_no_futility --strategy adaptive-n --futility 0 --plateau-waves 0
-  for n in 8 16; do
+  for n in 4 8 16 32; do
     budget=$(total_at "$out/fixed64_s${seed}_curves/curves.json" "$n")
     run "budget_n$n" --strategy adaptive-n --budget-tokens "$budget"
   done

@@ -125,6 +125,27 @@ def test_a_run_spends_its_budget_and_at_most_one_wave_more(engine, tmp_path):
     assert new <= max(0, 2000 - done) + 3 * most_per_wave  # what was left, and at most a wave for each of the 3
 
 
+def test_a_budget_is_allocated_over_the_whole_run_not_chunk_by_chunk(engine, monkeypatch):
+    from tts_engine.inputs.models import default_problems_path
+    from tts_engine.inputs.problems import load_problems
+    from tts_engine.running import loop
+    from tts_engine.strategies.adaptive import AdaptiveNPlan
+
+    monkeypatch.setattr(loop, "ROWS_PER_CHUNK", 8)  # 2 problems a chunk at wave 4 without a budget
+    handed = []
+    solve = AdaptiveNPlan.solve
+    monkeypatch.setattr(
+        AdaptiveNPlan, "solve", lambda self, problems: handed.append(len(problems)) or solve(self, problems)
+    )
+    problems = load_problems(default_problems_path())[:6]
+    config = AdaptiveConfig(wave=4, max_n=32)
+    engine.solve(problems, strategy="adaptive-n", config=config, progress=False)
+    assert handed == [2, 2, 2]
+    handed.clear()
+    engine.solve(problems, strategy="adaptive-n", config=config, budget_tokens=2000, progress=False)
+    assert handed == [6]  # one allocation over every problem
+
+
 def test_a_budget_needs_a_strategy_that_allocates(engine):
     with pytest.raises(ValueError, match="strategy 'fixed' spends per problem and cannot share a run's budget"):
         engine.solve([HARD], budget_tokens=1000, progress=False)

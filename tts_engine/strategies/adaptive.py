@@ -4,7 +4,8 @@
   samples that stopped on the length limit continued (the existing text is the prefix, never regenerated) to
   the next budget; stop at tau or at the last budget. A problem whose samples all stopped early is done.
 - **Adaptive N**: samples in waves of W per open problem; a problem stops once its confidence reaches tau
-  (after at least min_n samples) or at max_n.
+  (after at least min_n samples), once more samples are unlikely to bring one the verifier accepts (futile), once
+  its p_correct has stopped rising short of tau (plateau), or at max_n.
 
 What reaches tau is, by default, the p_correct of one vote's answer (`confidence_from`, a key of a record's
 "aggregations"; default the headline: weighted by the verifier's `headline_kind` where it names one, else by
@@ -387,7 +388,8 @@ def plateaued(confidences: Sequence[float], waves: int, wave: int, more: int, ta
 )
 class AdaptiveNPlan:
     """Samples in waves of `wave` per open problem until its p_correct reaches tau (>= min_n samples), more samples
-    are unlikely to bring one the verifier accepts (futile), or max_n; with a token budget, each wave after the
+    are unlikely to bring one the verifier accepts (futile), its p_correct stops rising short of tau (plateau), or
+    max_n; with a token budget, each wave after the
     first goes to the open problems where it is expected to raise p_correct most per token."""
 
     name = "adaptive-n"
@@ -398,7 +400,10 @@ class AdaptiveNPlan:
         self.parts, self.wave, self.min_n = parts, config.wave, config.min_n
         self.rule = _rule(parts, params, config, self.name)
         self.params = replace(params, n=config.max_n)
-        self.rows_per_problem = config.wave
+        # A budget is shared best over the whole run: the run loop then hands over up to ROWS_PER_CHUNK problems at
+        # once (backends still decode their own batches), not ROWS_PER_CHUNK // wave, so that a first chunk of cheap
+        # problems cannot spend what the first waves of later, costlier ones need.
+        self.rows_per_problem = 1 if budget else config.wave
         self.futility = config.futility if parts.headline_kind is not None else 0.0
         self.futility_min_n = config.futility_min_n
         self.plateau_waves = config.plateau_waves if parts.headline_kind is not None else 0
