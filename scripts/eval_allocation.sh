@@ -3,7 +3,7 @@
 # default's training) that nothing was tuned on: fixed N = 64 (its curve gives fixed N = 1..64 and their tokens),
 # adaptive-n with its defaults (the p_correct stop, the futility stop and the plateau stop), without the plateau
 # stop, and without either (as before they existed), and runs under one token budget at fixed N = 4's, 8's, 16's and
-# 32's total tokens.
+# 32's total tokens; then adaptive-n on the bundled set with its defaults and without the stops.
 #   bash scripts/eval_allocation.sh            -> docs/runs/allocation.txt
 # Env: SEEDS ("8501 8502 8503"), PER_LEVEL (20), OUT (runs/allocation), MODEL_ARGS (more tts solve options). Every
 # solve resumes: rerun to finish.
@@ -47,5 +47,12 @@ for seed in ${SEEDS:-8501 8502 8503}; do
     budget=$(total_at "$out/fixed64_s${seed}_curves/curves.json" "$n")
     run "budget_n$n" --strategy adaptive-n --budget-tokens "$budget"
   done
+done
+# The bundled set (levels 1-8, every problem within the model's reach): what the stops cost where none is futile.
+for variant in "defaults" "no_stops --futility 0 --plateau-waves 0"; do
+  read -r name opts <<< "$variant"
+  read -r -a opts <<< "${opts:-}"
+  "${tts[@]}" solve --strategy adaptive-n "${model_args[@]}" "${opts[@]}" --out "$out/bundled_$name.jsonl" --quiet > "$out/bundled_$name.txt"
+  { echo; echo "## bundled adaptive-n $name: tts solve --strategy adaptive-n ${model_args[*]} ${opts[*]}"; awk '!/^results:/ && (!/^  [a-z_0-9]+:/ || /^  stopped:/)' "$out/bundled_$name.txt"; } >> "$report"
 done
 echo "$report"
