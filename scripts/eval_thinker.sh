@@ -50,7 +50,8 @@ for b in 64 128 256 512; do
 done
 solve "s${first}_axes_default" "$out/s$first.jsonl" --n "$axes_n"
 { echo; echo "## s${first} axes: tts curve s${first}_axes_free.jsonl s${first}_axes_tb{64,128,256,512}.jsonl"; } >> "$report"
-"${tts[@]}" curve "${axes[@]}" --out-dir "$out/s${first}_axes" --no-plots | sed -n '/^== /,$p' | sed '/^can these answers/,$d' >> "$report"
+"${tts[@]}" curve "${axes[@]}" --out-dir "$out/s${first}_axes" --no-plots \
+  | awk '/^can these answers/ {skip = 1} /^== |^parallel vs sequential/ {skip = 0} !skip' >> "$report"
 { echo; echo "## s${first} default at N = 1..$axes_n: tts curve s${first}_axes_default.jsonl"; } >> "$report"
 "${tts[@]}" curve "$out/s${first}_axes_default.jsonl" --out-dir "$out/s${first}_axes_default" --no-plots | sed '/^can these answers/,$d' >> "$report"
 echo "$report"
