@@ -389,8 +389,8 @@ def plateaued(confidences: Sequence[float], waves: int, wave: int, more: int, ta
 class AdaptiveNPlan:
     """Samples in waves of `wave` per open problem until its p_correct reaches tau (>= min_n samples), more samples
     are unlikely to bring one the verifier accepts (futile), its p_correct stops rising short of tau (plateau), or
-    max_n; with a token budget, each wave after the
-    first goes to the open problems where it is expected to raise p_correct most per token."""
+    max_n; with a token budget, each wave after the first goes to the open problems where it is expected to raise
+    p_correct most per token."""
 
     name = "adaptive-n"
 
@@ -478,13 +478,15 @@ class AdaptiveNPlan:
         over the last `plateau_waves` waves (a problem whose every sample was rejected is the futility stop's)."""
         if not plateaued(confidences, self.plateau_waves, self.wave, more, self.rule.tau):
             return False
-        return accepted_count([s.scores.get(self.parts.headline_kind, 0.0) for s in record.samples]) > 0
+        return accepted_count(self._headline_scores(record)) > 0
 
     def _chance(self, record: ProblemRecord, more: int) -> float:
         """The chance that `more` samples bring one the verifier accepts (`tts_engine.pipeline.futility`)."""
-        kind = self.parts.headline_kind
-        scores = [s.scores.get(kind, 0.0) for s in record.samples]
-        return self.parts.pipeline.calibration.chance_of_acceptance(kind, scores, more)
+        calibration = self.parts.pipeline.calibration
+        return calibration.chance_of_acceptance(self.parts.headline_kind, self._headline_scores(record), more)
+
+    def _headline_scores(self, record: ProblemRecord) -> list[float]:
+        return [s.scores.get(self.parts.headline_kind, 0.0) for s in record.samples]
 
     def _allocate(self, open_rows: set[int], latest, tracks, left: int) -> list[int]:
         """The open problems that get the next wave: by expected gain in p_correct per token (the chance the wave
