@@ -3,9 +3,9 @@ recompute check that keeps it a verifier of plain solutions.
 
 Each step has two losses on one model:
 - the trace: next-token loss on a trace (`tts_engine.tasks.arith.thinking.trace`) built from a problem's sampled
-  chains, never on a wrong line the chains hold (it is context the check learns to catch). A share of the traces
+  chains, never on a chain's lines from its first wrong one on (they are context the check learns to catch). A share of the traces
   are cut at a random point and the answer is forced there (`ANSWER_FORCING`): the loss is then on the forced
-  answer alone, the result of the trace's last complete solution line, so that a cut or a probe reads the answer
+  answer alone, the answer the trace holds there (`thinking.current_answer`), so that a cut or a probe reads the answer
   the trace holds so far;
 - the check: the recompute check of `training.recompute` on the chains' first solutions (the default's real
   errors) and on planted errors, so that the served verifier still reads the thinker's final chain.
@@ -101,7 +101,7 @@ def load_chains(path: str | Path, log=print) -> list[dict]:
 
 def cut_trace(pieces: list[Piece], rng: random.Random) -> list[Piece] | None:
     """`pieces` cut at a random character inside the thinking, the answer forced there: the cut text as context,
-    the forced answer (the trace's last complete solution line's result) as the target; None when the cut holds no
+    the forced answer (the answer the cut trace holds: `current_answer`) as the target; None when the cut holds no
     solution line yet."""
     text = "".join(p.text for p in pieces)
     end = text.index("</think>")

@@ -36,6 +36,13 @@ def units_first(number: int) -> str:
     return str(number).rjust(WIDTH, "0")[::-1]
 
 
+def restate(problem: str) -> str:
+    """The task problem with every number units digit first: "Compute left to right: 28*4-18+80." ->
+    "820*400-810+080"; ValueError for a problem that is not the task's."""
+    start, steps = problem_steps(problem)
+    return units_first(start) + "".join(op + units_first(operand) for op, operand in steps)
+
+
 def is_task_problem(problem: str) -> bool:
     return PROBLEM.search(problem.strip()) is not None
 

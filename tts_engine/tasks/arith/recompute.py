@@ -35,20 +35,13 @@ from ...verifiers.base import PrefixCachedScorer
 from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
 from ...verifiers.registry import register_score_kind, register_verify_form
-from .chain import StepLine, is_task_problem, problem_steps, read_step_line, units_first
+from .chain import StepLine, is_task_problem, read_step_line, restate, units_first
 from .thinking import final_chain
 
 ANSWER_WORD = "answer"
 RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
 """After the generation prompt: the end token, the request, then the problem restated units digit first."""
 SCORE_KIND = "verifier_recompute"
-
-
-def restate(problem: str) -> str:
-    """The task problem with every number units digit first: "Compute left to right: 28*4-18+80." ->
-    "820*400-810+080"; ValueError for a problem that is not the task's."""
-    start, steps = problem_steps(problem)
-    return units_first(start) + "".join(op + units_first(operand) for op, operand in steps)
 
 
 def transcribe_line(line: str) -> str:

@@ -1,25 +1,34 @@
-"""The thinking trace of the arithmetic task's thinker: each line of the solution carries its own check, written units
-digit first right after it, and what is left of the problem; a wrong line is fixed and solving goes on; the answer
-comes after the trace.
+"""The thinking trace of the arithmetic task's thinker: it writes its solution, checks it line by line by recomputing
+each step units digit first (the form the default's recompute verifier reads, now written by the model itself),
+and at the first line the check rejects it writes "wait", that line fixed from the check and the rest of the chain
+again, then checks the new lines; the answer comes after the trace.
 
     Compute left to right: 28*4-18+80.            the prompt
     <think>
-    28*4=112|820*400=211 ok|-18+80                a solution line|its check|the operations left
-    112-18=93|211-810=490 no                      its check: the step units digit first, then ok or no
+    28*4=112                                      the solution, as the default writes it
+    112-18=93
+    93+80=173
+    check
+    28*4=112|820*400=211 ok                       each line again, then its step units digit first, recomputed,
+    112-18=93|211-810=490 no                      and whether the line's result matches
     wait
-    112-18=94|211-810=490 ok|+80                  the wrong line fixed from its check
-    94+80=174|490+080=471 ok|end
+    112-18=94                                     the rejected line fixed from its check (490 is 94), the rest again
+    94+80=174
+    check
+    94+80=174|490+080=471 ok                      the new lines checked
     </think>
     \\boxed{174}
 
-A check recomputes the line's own step (its left side, operation and operand, each units digit first: the form the
-default's recompute verifier reads) and says whether the line's result matches. Everything a line needs is on the line before it: its left side is that line's result, its operation and
-operand the first of the operations left. Training builds these traces (`trace`) from chains the default really
-sampled; the engine reads a trace's final chain back (`final_chain`) to verify it.
+Written units digit first, each digit of a step depends only on the digits at its place and the carry before it,
+which a small model computes far more reliably than the solution's own most-significant-first digits; a line's
+check reads only that line (copied just before it), so everything it needs is at hand. Training builds these
+traces (`trace`) from chains the default really sampled and their fixes; the engine reads a trace's final chain
+back (`final_chain`) to verify it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from ...inputs.prompts import PromptConfig
@@ -27,14 +36,15 @@ from .chain import apply, problem_steps, read_step_line, units_first
 
 THINK_START = "<think>\n"
 THINK_END = "</think>\n"
-OK, NO = "ok", "no"
+CHECK_START = "check\n"
+"""The line that starts a check of the lines before it."""
 SEPARATOR = "|"
-"""Between a solution line, its check and the operations left."""
-LAST = "end"
-"""What the last line writes for the operations left."""
+"""Between a copied line and its check."""
+OK, NO = "ok", "no"
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
+CHECK_TEXT = re.compile(r"^\s*\d+\s*[+\-*]\s*\d+\s*=\s*\d+\s+(ok|no)\s*$")
 
 
 def thinker_prompt_config(base: PromptConfig) -> PromptConfig:
@@ -59,16 +69,6 @@ def check_line(line: str) -> tuple[str, bool]:
     right = step.result == exact
     check = f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(exact)}"
     return f"{check} {OK if right else NO}", right
-
-
-def operations_left(terms: list[tuple[str, int]], line: int) -> str:
-    """The operations after solution line `line` (0-based) as the problem writes them, or `LAST` after the last."""
-    return "".join(f"{op}{operand}" for op, operand in terms[line + 1 :]) or LAST
-
-
-def solution_part(line: str) -> str:
-    """The solution step of a trace line (the part before its check)."""
-    return line.split(SEPARATOR, 1)[0]
 
 
 def first_wrong(problem: str, lines: list[str], start: int = 0) -> int | None:
@@ -99,23 +99,26 @@ class Piece:
 
 def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
     """The thinking trace of `chains` (each a full list of step lines; chain r + 1 starts with chain r's first wrong
-    line fixed), the answer after it. Every line carries its check, and a right one the operations left; at a line the check finds wrong the trace writes
-    "wait" and goes on with the next chain from that line. ValueError when the checks would not find the chains'
-    errors (a carried value or an operand copied wrong: the check reads the line's own) or the last chain is
-    wrong."""
-    terms = problem_steps(problem)[1]
+    line fixed): each chain's new lines, then their check up to the first line it rejects, "wait" and the next
+    chain from that line; the answer after the last. A solution line from the first wrong one on is context, never
+    a target (its copy in the check is learned: a check copies what it checks). ValueError when a check would not
+    find its chain's error (a carried value or an operand copied wrong: the check reads the line's own) or the last
+    chain is wrong."""
     pieces = [Piece(THINK_START)]
     at = 0  # the line the current chain is written from
     for r, lines in enumerate(chains):
         wrong = first_wrong(problem, lines, at)
-        for k in range(at, len(lines)):
+        pieces += [Piece(lines[k] + "\n", learn=wrong is None or k < wrong) for k in range(at, len(lines))]
+        start = at if r == 0 else at + 1  # a fixed line came from its check: it is not checked again
+        if start < len(lines):
+            pieces.append(Piece(CHECK_START))
+        for k in range(start, len(lines)):
             check, right = check_line(lines[k])
             if right != (k != wrong):
                 raise ValueError(f"the check of line {k} ({lines[k]!r}) does not find what the chain gets wrong")
+            pieces.append(Piece(lines[k] + SEPARATOR + check + "\n"))
             if not right:
-                pieces += [Piece(lines[k], learn=False), Piece(SEPARATOR + check + "\n")]
                 break
-            pieces += [Piece(lines[k]), Piece(SEPARATOR + check + SEPARATOR + operations_left(terms, k) + "\n")]
         if wrong is None:
             answer = read_step_line(lines[-1]).result
             return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{answer}}}")]
@@ -126,33 +129,40 @@ def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
     raise ValueError("no chains")
 
 
-def current_answer(text: str) -> int | None:
-    """The answer a trace holds so far: the result of its last complete solution line (a line of the chain, not of
-    a check); None before the first one."""
-    found = None
-    for line in text.split("\n")[:-1]:  # the last piece is not yet a complete line
-        step = read_step_line(solution_part(line))
-        if step is not None:
-            found = step.result
-    return found
-
-
-def final_chain(text: str) -> list[str] | None:
-    """The chain a thinker's trace ends with: its solution lines, each line after a "wait" replacing the line the
-    check before it found wrong. None when the text is not such a trace."""
+def final_chain(text: str, complete_lines_only: bool = False) -> list[str] | None:
+    """The chain a thinker's trace holds: its solution lines in order, the lines written after a "wait" replacing
+    the chain from the line the check before it rejected. None when the text is not such a trace (or holds no
+    solution line). `complete_lines_only`: a last line without its line break is left out (a trace cut there)."""
     if THINK_START.strip() not in text:
         return None
     body = text.split(THINK_START.strip(), 1)[1].split(THINK_END.strip(), 1)[0]
+    lines = body.split("\n")
+    if complete_lines_only:
+        lines = lines[:-1]
     chain: list[str] = []
-    fixing = False
-    for line in body.split("\n"):
-        line = solution_part(line).strip()
-        if line == WAIT_WORD:
-            fixing = bool(chain)
+    unchecked = checked = 0  # the chain's first line no check has read; the line the next check line reads
+    rejected = fix_at = None  # the line a check rejected; the line the lines after a "wait" replace the chain from
+    for line in (line.strip() for line in lines):
+        if line == CHECK_START.strip():
+            checked = unchecked
+        elif line == WAIT_WORD:
+            fix_at, rejected = rejected, None
+            unchecked = len(chain) if fix_at is None else fix_at + 1
+        elif SEPARATOR in line:
+            copied, check = line.split(SEPARATOR, 1)
+            found = CHECK_TEXT.match(check)
+            if read_step_line(copied) is not None and found:
+                rejected = checked if found.group(1) == NO and rejected is None else rejected
+                checked += 1
         elif read_step_line(line) is not None:
-            if fixing:
-                chain[-1] = line
-                fixing = False
-            else:
-                chain.append(line)
+            if fix_at is not None:
+                chain, fix_at = chain[:fix_at], None
+            chain.append(line)
     return chain or None
+
+
+def current_answer(text: str) -> int | None:
+    """The answer a trace holds so far: the result of the last line of the chain it holds (`final_chain` of its
+    complete lines); None before the first solution line."""
+    chain = final_chain(text, complete_lines_only=True)
+    return None if chain is None else read_step_line(chain[-1]).result
