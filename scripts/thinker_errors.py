@@ -5,9 +5,9 @@ by sample: the answer of the solution it wrote first against the answer it gave.
     python scripts/thinker_errors.py RESULTS.jsonl [RESULTS.jsonl ...]
 
 RESULTS is `tts solve` of arithmetic-task problems with a reference (any model and strategy; a solution without a
-trace is read as its lines). Kinds: operand (the
-line's operation or operand is not the problem's next one), carry (its left side is not the line before's result),
-arithmetic (the line's result is wrong: its check passed it or fixed it wrongly), too many / too few lines, no chain
+trace is read as its lines). Kinds: operand (the line's operation or operand is not the problem's next one), carry
+(its left side is not the line before's result), arithmetic (the line's result is wrong; in a trace, its check
+passed it or fixed it wrongly), too many / too few lines, no chain
 (no trace to read), answer (every line right, the answer after the trace not). What the checks did: the solution
 written first (before the first check) right and kept or spoiled, or wrong and fixed or not.
 """
@@ -75,7 +75,8 @@ def main() -> None:
             for r in records
             for s in r.get("samples", [])
         )
-        print("  the check: " + ", ".join(f"{k} {v}" for k, v in checks.most_common()))
+        if set(checks) != {"no whole solution"}:  # a run of a model that thinks
+            print("  the checks: " + ", ".join(f"{k} {v}" for k, v in checks.most_common()))
 
 
 if __name__ == "__main__":

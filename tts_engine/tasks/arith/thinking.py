@@ -28,7 +28,6 @@ back (`final_chain`) to verify it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from ...inputs.prompts import PromptConfig
@@ -44,7 +43,6 @@ OK, NO = "ok", "no"
 WAIT_WORD = "wait"
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
-CHECK_TEXT = re.compile(r"^\s*\d+\s*[+\-*]\s*\d+\s*=\s*\d+\s+(ok|no)\s*$")
 
 
 def thinker_prompt_config(base: PromptConfig) -> PromptConfig:
@@ -150,10 +148,12 @@ def final_chain(text: str, complete_lines_only: bool = False) -> list[str] | Non
             unchecked = len(chain) if fix_at is None else fix_at + 1
         elif SEPARATOR in line:
             copied, check = line.split(SEPARATOR, 1)
-            found = CHECK_TEXT.match(check)
-            if read_step_line(copied) is not None and found:
-                rejected = checked if found.group(1) == NO and rejected is None else rejected
-                checked += 1
+            step, _, verdict = check.strip().rpartition(" ")
+            if read_step_line(copied) is None or read_step_line(step) is None or verdict not in (OK, NO):
+                continue
+            if verdict == NO and rejected is None:
+                rejected = checked
+            checked += 1
         elif read_step_line(line) is not None:
             if fix_at is not None:
                 chain, fix_at = chain[:fix_at], None
