@@ -26,6 +26,10 @@ def test_answers_are_read_after_the_trace_and_a_cut_trace_holds_none():
     assert answer_after_thinking("reasoning opened by the template</think>\\boxed{4}", MARKERS) == "4"
     assert answer_after_thinking("no markers at all: \\boxed{3}", MARKERS) == "3"  # as before thinking models
     assert split_thinking("<think>a</think>b", MARKERS) == ("<think>a</think>", "b")
+    from_first_token = ThinkingMarkers(start="", end="</think>")  # a model that thinks from its first token
+    assert answer_after_thinking("so far \\boxed{12}, wait", from_first_token) is None
+    assert answer_after_thinking("so far 12</think>\\boxed{4}", from_first_token) == "4"
+    assert answer_after_thinking("a plain \\boxed{3}", ThinkingMarkers(start="", end="")) == "3"  # no thinking
 
 
 class ThinkingScript(BackendBase):
@@ -107,6 +111,25 @@ def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
     assert capped["samples"][0]["answer"] == "7"
 
 
+class OpenScript(ThinkingScript):
+    """A model that thinks from its first token: no start marker, only the end."""
+
+    TRACE = "x" * 40
+
+
+def test_a_model_that_thinks_from_its_first_token_is_capped_and_made_to_go_on(tiny_model_dir):
+    config = PromptConfig(
+        template="{problem}\n", use_chat_template=False, think_start="", answer_forcing="\n</think>\\boxed{"
+    )
+    engine = Engine(tiny_model_dir, verifier="none", prompt_config=config)
+    engine.backend = OpenScript()
+    cut = solve(engine, "thinking-budget", ThinkingConfig(thinking_budget=20, answer_tokens=4), n=1)["samples"][0]
+    assert cut["text"] == "x" * 20 + "\n</think>\\boxed{7}" and cut["answer"] == "7"
+    config = BudgetForcingConfig(thinking_budget=200, min_thinking=60, max_waits=2, answer_tokens=12)
+    waited = solve(engine, "budget-forcing", config, n=1)["samples"][0]
+    assert waited["text"] == "x" * 40 + "Wait" + "y" * OpenScript.WAITED + "</think>\\boxed{12}"
+
+
 class SlowScript(ThinkingScript):
     """The script, taking a tenth of a second for every call."""
 
@@ -151,6 +174,19 @@ def test_probe_stops_a_trace_whose_answer_held_and_counts_its_tokens(engine):
     )
     alone = solve(engine, "probe", ProbeConfig(thinking_budget=200, probe_every=8, probe_holds=99), n=1)
     assert alone["thinking"]["stopped"] == {"ended": 1} and alone["samples"][0]["answer"] == "12"
+
+
+def test_probe_with_waits_makes_a_short_trace_go_on_and_probes_it_all_the_while(engine):
+    config = ProbeConfig(thinking_budget=200, probe_every=10, probe_holds=99, min_thinking=60, max_waits=1)
+    record = solve(engine, "probe", config, n=1)
+    sample = record["samples"][0]
+    assert sample["text"] == ThinkingScript.TRACE + "Wait" + "y" * ThinkingScript.WAITED + "</think>\\boxed{12}"
+    assert record["thinking"]["waits"] == 1 and record["thinking"]["stopped"] == {"waits": 1}
+    assert record["thinking"]["probes"] == 8  # every 10 tokens of the 47 before the wait and the 34 after it
+    settles = ProbeConfig(thinking_budget=200, probe_every=10, probe_holds=5, min_thinking=60, max_waits=1)
+    settled = solve(engine, "probe", settles, n=1)  # its probed answer holds after the wait: it stops there
+    assert settled["thinking"]["stopped"] == {"settled": 1} and settled["thinking"]["waits"] == 1
+    assert settled["samples"][0]["text"].startswith(ThinkingScript.TRACE + "Wait")
 
 
 class RunningScript(ThinkingScript):

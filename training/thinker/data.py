@@ -1,9 +1,10 @@
-"""Chains the default really samples, and their corrections: what the thinker's traces are built from.
+"""Chains the default really samples, and their corrections: the thinker's traces start from each problem's first
+chain (the default's own solution; `trainer.solutions_for`). The corrections after it served an earlier trace format
+that fixed the first wrong line; they are kept so that the recipe still makes the file the thinker was trained on.
 
 For each training problem the starting checkpoint writes a solution (temperature 1). Where a line is wrong, the
 chain is cut there, the line is fixed, and the checkpoint writes the rest again from that prefix; this repeats
-until a chain is right (at most `rounds` chains). A problem's record holds its chains in order, so a trace shows
-the errors the model really makes and their fixes, and the lines after a fix are the model's own again.
+until a chain is right (at most `rounds` chains). A problem's record holds its chains in order.
 Written as JSONL, one line per problem, appended as each batch finishes (a rerun resumes).
 """
 

@@ -11,7 +11,9 @@ from .extract import extract_answer
 
 @dataclass(frozen=True)
 class ThinkingMarkers:
-    """Where a sample's trace starts and ends (the model's prompt settings name them)."""
+    """Where a sample's trace starts and ends (the model's prompt settings name them). An empty start: the trace
+    opens where the completion starts (a model that thinks from its first token, or a template that opens the trace
+    in the prompt), and only its end is written."""
 
     start: str = "<think>"
     end: str = "</think>"
@@ -24,7 +26,7 @@ def split_thinking(text: str, markers: ThinkingMarkers) -> tuple[str | None, str
     if markers.end and markers.end in text:
         cut = text.rindex(markers.end) + len(markers.end)
         return text[:cut], text[cut:]
-    if markers.start and markers.start in text:
+    if markers.end and (not markers.start or markers.start in text):
         return text, None
     return None, text
 

@@ -67,7 +67,8 @@ class PromptConfig:
     with `check_temperature` > 0 (greedy re-solves are all the same)."""
     think_start: str = "<think>"
     """Where a thinking model's trace starts (R1 and Qwen3 write `<think>`). A sample with neither marker has no
-    trace and is read whole; answers are read after the trace."""
+    trace and is read whole; answers are read after the trace. Empty (with `think_end` set): every sample thinks
+    from its first token until `think_end`."""
     think_end: str = "</think>"
     """Where its trace ends."""
     answer_forcing: str = "\n</think>\n\nFinal answer: \\boxed{"

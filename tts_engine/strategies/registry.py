@@ -192,8 +192,9 @@ def check_entry(entry: StrategyEntry, others: Sequence[StrategyEntry]) -> None:
 
 
 def _declared_by(cls: type, field_name: str) -> type:
-    """The class of `cls`'s MRO that declares the dataclass field `field_name`."""
-    return next(k for k in cls.__mro__ if field_name in k.__dict__.get("__annotations__", {}))
+    """The base of `cls`'s MRO that first declares the dataclass field `field_name` (a subclass may declare it again
+    to give it another default: it is still the base's setting)."""
+    return next(k for k in reversed(cls.__mro__) if field_name in k.__dict__.get("__annotations__", {}))
 
 
 def strategies() -> dict[str, StrategyEntry]:

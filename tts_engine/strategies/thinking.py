@@ -52,13 +52,13 @@ class ThinkingConfig:
 
 
 @dataclass
-class BudgetForcingConfig(ThinkingConfig):
-    """Settings of `budget-forcing`."""
+class ForcingConfig(ThinkingConfig):
+    """Making a trace that ends early go on (s1's budget forcing): `budget-forcing`, and `probe` with --max-waits."""
 
     min_thinking: int = 256
     """A trace that ends before this many tokens is made to go on (its end replaced by the continue text)."""
-    max_waits: int = 2
-    """Most times a trace is made to go on."""
+    max_waits: int = 0
+    """Most times a trace is made to go on (0: never)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -67,8 +67,17 @@ class BudgetForcingConfig(ThinkingConfig):
 
 
 @dataclass
-class ProbeConfig(ThinkingConfig):
-    """Settings of `probe`."""
+class BudgetForcingConfig(ForcingConfig):
+    """Settings of `budget-forcing`."""
+
+    max_waits: int = 2
+    """Most times a trace is made to go on."""
+
+
+@dataclass
+class ProbeConfig(ForcingConfig):
+    """Settings of `probe` (with --max-waits, a trace that ends before --min-thinking tokens goes on as under
+    `budget-forcing`, probed all the while)."""
 
     probe_every: int = 64
     """Thinking tokens between two probes of an open trace."""
@@ -156,6 +165,35 @@ def held_for(answers: list[str | None], holds: int) -> bool:
     return len(answers) >= holds and len(set(answers[-holds:])) == 1 and answers[-1] is not None
 
 
+def stopping_at_end(parts: Parts, params: SamplingParams) -> SamplingParams:
+    """`params` that stop a sample at its trace's end marker (a trace that ends can then be made to go on)."""
+    return replace(params, stop=[*params.stop, parts.prompts.config.think_end])
+
+
+def at_end(parts: Parts, prompt: str, t: Trace) -> bool:
+    """The trace stopped at its end marker (a stop string: not in the text), and nothing else stopped it."""
+    return t.sample.finish_reason == "stop" and thinks(parts, prompt, t.sample) and t.ended is None
+
+
+def ends_early(parts: Parts, prompt: str, t: Trace, config: ForcingConfig) -> bool:
+    """The trace ended before `min_thinking` tokens and may still be made to go on."""
+    return at_end(parts, prompt, t) and t.sample.num_tokens < config.min_thinking and t.waits < config.max_waits
+
+
+def make_wait(parts: Parts, t: Trace) -> None:
+    """The continue text written where the trace ended: it goes on thinking."""
+    t.sample, t.waits = appended(parts, t.sample, parts.prompts.config.continue_text), t.waits + 1
+
+
+def close_ended(parts: Parts, prompts: list[str], traces: list[list[Trace]], params: SamplingParams, config) -> None:
+    """Traces that stopped at their end marker: the marker (removed as a stop string) written back, then the answer."""
+    closing = [(prompts[i], t) for i, row in enumerate(traces) for t in row if at_end(parts, prompts[i], t)]
+    for _, t in closing:
+        t.sample, t.ended = appended(parts, t.sample, parts.prompts.config.think_end), "waits" if t.waits else None
+    answer = replace(params, stop=[])
+    extend(parts, [p for p, _ in closing], [t for _, t in closing], answer, config.answer_tokens, "answer")
+
+
 def trace_open(parts: Parts, sample: Sample) -> bool:
     """The sample is still inside its trace (the end marker not yet written)."""
     return parts.prompts.config.think_end not in sample.text
@@ -163,10 +201,13 @@ def trace_open(parts: Parts, sample: Sample) -> bool:
 
 def thinks(parts: Parts, prompt: str, sample: Sample) -> bool:
     """The prompt or the sample opened a trace that is still open: a model that writes no markers never thinks,
-    and its samples are never made to go on."""
+    and its samples are never made to go on. An empty start marker: every sample opens a trace at its start."""
+    config = parts.prompts.config
+    if not config.think_start:
+        return bool(config.think_end) and config.think_end not in sample.text
     written = prompt + sample.text
-    start = written.rfind(parts.prompts.config.think_start)
-    return start >= 0 and parts.prompts.config.think_end not in written[start:]
+    start = written.rfind(config.think_start)
+    return start >= 0 and config.think_end not in written[start:]
 
 
 def run_block(parts: Parts, params: SamplingParams, name: str, config) -> dict[str, Any]:
@@ -243,32 +284,22 @@ class BudgetForcingPlan(ThinkingBudgetPlan):
 
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
         parts, config, started = self.parts, self.config, time.perf_counter()
-        end = parts.prompts.config.think_end
         prompts = parts.prompts.build(problems)
-        params = replace(self.params, stop=[*self.params.stop, end])  # a trace stops at its end marker
+        params = stopping_at_end(parts, self.params)
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, params)]  # (P, N)
         for round_index in range(config.max_waits + 1):
-            stopped = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._ends_early(prompts[i], t)]
-            if not stopped or round_index == config.max_waits:
+            stopped = [
+                (prompts[i], t) for i, row in enumerate(traces) for t in row if ends_early(parts, prompts[i], t, config)
+            ]
+            if not stopped:
                 break
             for _, t in stopped:
-                t.sample, t.waits = appended(parts, t.sample, parts.prompts.config.continue_text), t.waits + 1
+                make_wait(parts, t)
             room = config.thinking_budget - min(t.sample.num_tokens for _, t in stopped)
             extend(parts, [p for p, _ in stopped], [t for _, t in stopped], params, max(1, room), f"wait-{round_index}")
-        closing = [(prompts[i], t) for i, row in enumerate(traces) for t in row if self._at_end(prompts[i], t)]
-        for _, t in closing:  # the end marker, removed as a stop string, written back; then the answer
-            t.sample, t.ended = appended(parts, t.sample, end), "waits" if t.waits else None
-        answer = replace(self.params, stop=[])
-        extend(parts, [p for p, _ in closing], [t for _, t in closing], answer, config.answer_tokens, "answer")
+        close_ended(parts, prompts, traces, self.params, config)
         self.finish(prompts, traces)
         yield from records(parts, problems, prompts, traces, self.params, started)
-
-    def _at_end(self, prompt: str, t: Trace) -> bool:
-        """The trace stopped at its end marker (a stop string: not in the text)."""
-        return t.sample.finish_reason == "stop" and thinks(self.parts, prompt, t.sample) and t.ended is None
-
-    def _ends_early(self, prompt: str, t: Trace) -> bool:
-        return self._at_end(prompt, t) and t.sample.num_tokens < self.config.min_thinking
 
 
 # --- probe -----------------------------------------------------------------------------------------------------
@@ -286,8 +317,10 @@ class ProbePlan(ThinkingBudgetPlan):
     def solve(self, problems: Sequence[Problem]) -> Iterator[ProblemRecord]:
         parts, config, started = self.parts, self.config, time.perf_counter()
         prompts = parts.prompts.build(problems)
-        step = replace(self.params, max_new_tokens=min(config.probe_every, config.thinking_budget))
+        params = stopping_at_end(parts, self.params) if config.max_waits else self.params
+        step = replace(params, max_new_tokens=min(config.probe_every, config.thinking_budget))
         traces = [[Trace(s) for s in row] for row in generate(parts, problems, prompts, step)]  # (P, N)
+        self._wait(prompts, traces)
         probe_tokens = [0] * len(problems)
         budget = step.max_new_tokens
         leaders: list[list[str | None]] = [[] for _ in problems]  # each problem's agreed answer after every probe
@@ -307,13 +340,23 @@ class ProbePlan(ThinkingBudgetPlan):
                 [prompts[i] for i, _ in going],
                 [[t.sample] for _, t in going],
                 budget=budget,
-                params=self.params,
+                params=params,
                 round_index=budget // config.probe_every,
             )
             for (_, t), [sample] in zip(going, rows):
                 t.sample = sample
+            self._wait(prompts, traces)
+        close_ended(parts, prompts, traces, self.params, config)
         self.finish(prompts, traces)
         yield from records(parts, problems, prompts, traces, self.params, started, probe_tokens)
+
+    def _wait(self, prompts: list[str], traces: list[list[Trace]]) -> None:
+        """Traces that ended early (with --max-waits) go on after the continue text, thinking as if cut."""
+        for prompt, row in zip(prompts, traces):
+            for t in row:
+                if ends_early(self.parts, prompt, t, self.config):
+                    make_wait(self.parts, t)
+                    t.sample = replace(t.sample, finish_reason="length")
 
     def _thinking(self, t: Trace) -> bool:
         """Still inside its trace and not stopped (cut by the last step: more to think)."""

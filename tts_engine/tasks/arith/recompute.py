@@ -36,7 +36,7 @@ from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
 from ...verifiers.registry import register_score_kind, register_verify_form
 from .chain import StepLine, is_task_problem, read_step_line, restate, units_first
-from .thinking import final_chain
+from .thinking import THINK_END, final_chain
 
 ANSWER_WORD = "answer"
 RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
@@ -81,12 +81,15 @@ def answer_line(answer: str) -> str:
 
 def transcribe(solution: str) -> Transcript | None:
     """`solution` in the check's form; None when it has no boxed answer (nothing to check the steps against). A
-    thinker's trace is read as the chain it ends with (`final_chain`), its checks and fixed lines left out."""
+    thinker's trace (up to its end marker) is read as the solution its answer comes from (`final_chain`), the other
+    solutions left out."""
     answer = extract_answer(solution)
     boxed = solution.rfind("\\boxed")
     if answer is None or boxed < 0:
         return None
-    lines = final_chain(solution) or [line for line in solution[:boxed].split("\n") if line.strip()]
+    lines = [line for line in solution[:boxed].split("\n") if line.strip()]
+    if THINK_END.strip() in solution:
+        lines = final_chain(solution) or lines
     steps = tuple(read_step_line(line) for line in lines)
     return Transcript(tuple(transcribe_line(line) for line in lines), answer_line(answer), steps, answer)
 

@@ -1,29 +1,28 @@
-"""The thinking trace of the arithmetic task's thinker: it writes its solution, checks it line by line by recomputing
-each step units digit first (the form the default's recompute verifier reads, now written by the model itself),
-and at the first line the check rejects it writes "wait", that line fixed from the check and the rest of the chain
-again, then checks the new lines; the answer comes after the trace.
+"""The thinking trace of the arithmetic task's thinker: it solves the problem, then checks its answer by solving it
+again from the start; while no two of its solutions agree it writes "wait" and solves once more. Its answer, after
+the trace, is the one two solutions agree on; a trace that ends (or is cut) before any two agree answers with its
+first solution's answer.
 
     Compute left to right: 28*4-18+80.            the prompt
-    <think>
-    28*4=112                                      the solution, as the default writes it
-    112-18=93
-    93+80=173
-    check
-    28*4=112|820*400=211 ok                       each line again, then its step units digit first, recomputed,
-    112-18=93|211-810=490 no                      and whether the line's result matches
-    wait
-    112-18=94                                     the rejected line fixed from its check (490 is 94), the rest again
+    28*4=112                                      a solution, as the default writes it: the trace opens with the
+    112-18=93                                     completion (no start marker: the default's solutions go wrong
+    93+80=173                                     when anything stands between the problem and them)
+    wait                                          nothing to compare with yet: solve again
+    28*4=112
+    112-18=94
     94+80=174
-    check
-    94+80=174|490+080=471 ok                      the new lines checked
-    </think>
+    wait                                          174 is not 173: solve again
+    28*4=112
+    112-18=94
+    94+80=174
+    </think>                                      174 again: two solutions agree
     \\boxed{174}
 
-Written units digit first, each digit of a step depends only on the digits at its place and the carry before it,
-which a small model computes far more reliably than the solution's own most-significant-first digits; a line's
-check reads only that line (copied just before it), so everything it needs is at hand. Training builds these
-traces (`trace`) from chains the default really sampled and their fixes; the engine reads a trace's final chain
-back (`final_chain`) to verify it.
+Solutions sampled apart seldom agree on a wrong answer (one wrong arithmetic line makes a number another solution
+seldom reaches), so the answer two of them agree on is right far more often than one solution's; the longer the
+thinker may think, the more solutions it can compare. Training builds these traces (`trace`) from solutions the
+default really samples and independent ones of the same error rate; the engine reads back the solution a trace's
+answer comes from (`final_chain`) to verify it, and the answer a trace holds where it is cut (`current_answer`).
 """
 
 from __future__ import annotations
@@ -31,42 +30,25 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...inputs.prompts import PromptConfig
-from .chain import apply, problem_steps, read_step_line, units_first
+from .chain import apply, problem_steps, read_step_line
 
-THINK_START = "<think>\n"
 THINK_END = "</think>\n"
-CHECK_START = "check\n"
-"""The line that starts a check of the lines before it."""
-SEPARATOR = "|"
-"""Between a copied line and its check."""
-OK, NO = "ok", "no"
 WAIT_WORD = "wait"
+"""The line between two solutions."""
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
 
 
 def thinker_prompt_config(base: PromptConfig) -> PromptConfig:
     """The serving prompts of a checkpoint trained on these traces: its markers, its answer forcing, and "wait" as
-    the text budget forcing writes where the trace would end."""
+    the text budget forcing writes where the trace would end (one more solution)."""
     return replace(
         base,
-        think_start=THINK_START.strip(),
+        think_start="",  # the trace opens where the completion starts
         think_end=THINK_END.strip(),
         answer_forcing=ANSWER_FORCING,
         continue_text=WAIT_WORD + "\n",
     )
-
-
-def check_line(line: str) -> tuple[str, bool]:
-    """The check of solution `line`: its step recomputed units digit first, then ok or no; and whether the line's
-    arithmetic is right."""
-    step = read_step_line(line)
-    if step is None:
-        raise ValueError(f"not a step line: {line!r}")
-    exact = apply(step.left, step.op, step.operand)
-    right = step.result == exact
-    check = f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(exact)}"
-    return f"{check} {OK if right else NO}", right
 
 
 def first_wrong(problem: str, lines: list[str], start: int = 0) -> int | None:
@@ -95,74 +77,60 @@ class Piece:
     learn: bool = True
 
 
-def trace(problem: str, chains: list[list[str]]) -> list[Piece]:
-    """The thinking trace of `chains` (each a full list of step lines; chain r + 1 starts with chain r's first wrong
-    line fixed): each chain's new lines, then their check up to the first line it rejects, "wait" and the next
-    chain from that line; the answer after the last. A solution line from the first wrong one on is context, never
-    a target (its copy in the check is learned: a check copies what it checks). ValueError when a check would not
-    find its chain's error (a carried value or an operand copied wrong: the check reads the line's own) or the last
-    chain is wrong."""
-    pieces = [Piece(THINK_START)]
-    at = 0  # the line the current chain is written from
-    for r, lines in enumerate(chains):
-        wrong = first_wrong(problem, lines, at)
-        pieces += [Piece(lines[k] + "\n", learn=wrong is None or k < wrong) for k in range(at, len(lines))]
-        start = at if r == 0 else at + 1  # a fixed line came from its check: it is not checked again
-        if start < len(lines):
-            pieces.append(Piece(CHECK_START))
-        for k in range(start, len(lines)):
-            check, right = check_line(lines[k])
-            if right != (k != wrong):
-                raise ValueError(f"the check of line {k} ({lines[k]!r}) does not find what the chain gets wrong")
-            pieces.append(Piece(lines[k] + SEPARATOR + check + "\n"))
-            if not right:
-                break
-        if wrong is None:
-            answer = read_step_line(lines[-1]).result
-            return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{answer}}}")]
-        if r == len(chains) - 1:
-            raise ValueError("the last chain is wrong: no trace ends right")
-        pieces.append(Piece(WAIT_WORD + "\n"))
-        at = wrong
-    raise ValueError("no chains")
+def result_of(lines: list[str]) -> int:
+    return read_step_line(lines[-1]).result
 
 
-def final_chain(text: str, complete_lines_only: bool = False) -> list[str] | None:
-    """The chain a thinker's trace holds: its solution lines in order, the lines written after a "wait" replacing
-    the chain from the line the check before it rejected. None when the text is not such a trace (or holds no
-    solution line). `complete_lines_only`: a last line without its line break is left out (a trace cut there)."""
-    if THINK_START.strip() not in text:
-        return None
-    body = text.split(THINK_START.strip(), 1)[1].split(THINK_END.strip(), 1)[0]
-    lines = body.split("\n")
-    if complete_lines_only:
-        lines = lines[:-1]
-    chain: list[str] = []
-    unchecked = checked = 0  # the chain's first line no check has read; the line the next check line reads
-    rejected = fix_at = None  # the line a check rejected; the line the lines after a "wait" replace the chain from
-    for line in (line.strip() for line in lines):
-        if line == CHECK_START.strip():
-            checked = unchecked
-        elif line == WAIT_WORD:
-            fix_at, rejected = rejected, None
-            unchecked = len(chain) if fix_at is None else fix_at + 1
-        elif SEPARATOR in line:
-            copied, check = line.split(SEPARATOR, 1)
-            step, _, verdict = check.strip().rpartition(" ")
-            if read_step_line(copied) is None or read_step_line(step) is None or verdict not in (OK, NO):
-                continue
-            if verdict == NO and rejected is None:
-                rejected = checked
-            checked += 1
-        elif read_step_line(line) is not None:
-            if fix_at is not None:
-                chain, fix_at = chain[:fix_at], None
-            chain.append(line)
-    return chain or None
+def agreed(solutions: list[list[str]]) -> bool:
+    """Whether the last solution's answer is one an earlier solution reached."""
+    return len(solutions) > 1 and result_of(solutions[-1]) in {result_of(s) for s in solutions[:-1]}
+
+
+def answering(solutions: list[list[str]]) -> list[str]:
+    """The solution a trace's answer comes from: the last one when it agrees with an earlier one, else the first."""
+    return solutions[-1] if agreed(solutions) else solutions[0]
+
+
+def trace(problem: str, solutions: list[list[str]]) -> list[Piece]:
+    """The thinking trace of `solutions` (each a full chain of step lines, in the order written): each solution,
+    "wait" after every one but the last, then the end of thinking and the answer (`answering`). A solution's lines
+    from its first wrong one on are context, never a target. ValueError when a solution is not a chain of the
+    problem's shape, or when two solutions agree before the last (the trace stops there)."""
+    if not solutions:
+        raise ValueError("no solutions")
+    pieces = []
+    for k, lines in enumerate(solutions):
+        wrong = first_wrong(problem, lines)
+        pieces += [Piece(line + "\n", learn=wrong is None or j < wrong) for j, line in enumerate(lines)]
+        if k < len(solutions) - 1:
+            if agreed(solutions[: k + 1]):
+                raise ValueError(f"solution {k + 1} agrees with an earlier one: the trace stops there")
+            pieces.append(Piece(WAIT_WORD + "\n"))
+    return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{result_of(answering(solutions))}}}")]
+
+
+def solutions_in(text: str, complete_only: bool = False) -> list[list[str]]:
+    """The solutions a completion holds, in order: the step lines before the end of thinking, between "wait"
+    lines (a plain solution is one). `complete_only`: in a trace still open, only those a "wait" closes."""
+    body, closed = text.split(THINK_END.strip(), 1)[0], THINK_END.strip() in text
+    parts = body.split("\n" + WAIT_WORD + "\n")
+    if complete_only and not closed:
+        parts = parts[:-1]
+    found = [[line.strip() for line in part.split("\n") if read_step_line(line) is not None] for part in parts]
+    return [lines for lines in found if lines]
+
+
+def final_chain(text: str) -> list[str] | None:
+    """The solution a thinker's answer comes from (`answering`); None when the text holds no step line."""
+    solutions = solutions_in(text)
+    return answering(solutions) if solutions else None
 
 
 def current_answer(text: str) -> int | None:
-    """The answer a trace holds so far: the result of the last line of the chain it holds (`final_chain` of its
-    complete lines); None before the first solution line."""
-    chain = final_chain(text, complete_lines_only=True)
-    return None if chain is None else read_step_line(chain[-1]).result
+    """The answer a trace holds so far: that of its complete solutions (`answering`); before the first is complete,
+    the result of the last complete line written; None before any."""
+    complete = solutions_in(text, complete_only=True)
+    if complete:
+        return result_of(answering(complete))
+    lines = [line for line in text.split("\n")[:-1] if read_step_line(line) is not None]
+    return read_step_line(lines[-1]).result if lines else None
