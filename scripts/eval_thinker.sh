@@ -6,7 +6,8 @@
 # that each thinking strategy has a fit of its own; written to THINKER_DIR/calibration.json. Then, with that fit:
 # For each seed of SEEDS, levels 1-8 (PER_LEVEL a level), N = 4 samples a problem:
 #   the default (fixed N), the thinker at --thinking-budget 128 and 512, probe at 512 (every 64 tokens, an answer
-#   held 3 probes), and budget forcing (at least 256 thinking tokens, up to 2 waits, capped at 1,024);
+#   held 3 probes), budget forcing (at least 256 thinking tokens, up to 2 waits, capped at 1,024), and probe with the
+#   same forcing (where forcing makes a trace run on after its answer settled, probing stops it);
 # on the first seed also levels 9-10 (past the chains either model was trained on: the default and the thinker at
 # 768: their traces run longer), and the two axes (`tts curve` of the thinker with no budget and at budgets 64, 128, 256 and 512, AXES_N
 # samples each: parallel, sequential and joint; beside it the default's curve at AXES_N). Every solve resumes: rerun to finish.
@@ -36,6 +37,7 @@ thinking_runs() {  # prefix, problems file, extra options: the thinker's four th
   solve "${prefix}_tb512" "$problems" --model "$thinker" --strategy thinking-budget --thinking-budget 512 --n 4 "$@"
   solve "${prefix}_probe512" "$problems" --model "$thinker" --strategy probe --thinking-budget 512 --probe-every 64 --probe-holds 3 --n 4 "$@"
   solve "${prefix}_forcing" "$problems" --model "$thinker" --strategy budget-forcing --min-thinking 256 --max-waits 2 --thinking-budget 1024 --n 4 "$@"
+  solve "${prefix}_probe_forcing" "$problems" --model "$thinker" --strategy probe --min-thinking 256 --max-waits 2 --thinking-budget 1024 --probe-every 64 --probe-holds 3 --n 4 "$@"
 }
 
 if [ "${FIT:-$([ -f "$thinker/calibration.json" ] && echo 0 || echo 1)}" != 0 ]; then
@@ -43,8 +45,8 @@ if [ "${FIT:-$([ -f "$thinker/calibration.json" ] && echo 0 || echo 1)}" != 0 ];
   make_set "$out/s$fit_seed.jsonl" "$fit_seed" 1-8
   solve "fit_free" "$out/s$fit_seed.jsonl" --model "$thinker" --max-new-tokens 1024 --n 4 --calibration none
   thinking_runs fit "$out/s$fit_seed.jsonl" --calibration none
-  { echo; echo "## fit: tts calibrate fit_{free,tb128,tb512,probe512,forcing}.jsonl --out $thinker/calibration.json"; } >> "$report"
-  "${tts[@]}" calibrate "$out"/fit_{free,tb128,tb512,probe512,forcing}.jsonl --out "$thinker/calibration.json" \
+  { echo; echo "## fit: tts calibrate fit_{free,tb128,tb512,probe512,forcing,probe_forcing}.jsonl --out $thinker/calibration.json"; } >> "$report"
+  "${tts[@]}" calibrate "$out"/fit_{free,tb128,tb512,probe512,forcing,probe_forcing}.jsonl --out "$thinker/calibration.json" \
     --plot "$out/fit_reliability.png" >> "$report"
 fi
 

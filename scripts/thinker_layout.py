@@ -1,7 +1,8 @@
 """How much a checkpoint's solutions depend on where they stand: its mean loss (nats a token) on the exact solutions
-of a fresh set, written right after the problem (as it was trained), after a `<think>` line, after the problem
-restated, and as a second solution after a first one and "wait". The figure behind the thinker's trace opening with
-the solution itself (tasks/arith/thinking.py: no start marker).
+of a fresh set, written right after the problem (as it was trained), after a `<think>` line, and as a second
+solution after a first one and "wait", with and without the problem written again. The figures behind the
+thinker's trace (tasks/arith/thinking.py): it opens with the solution itself (no start marker), and writes the
+problem again before each next solution.
 
     python scripts/thinker_layout.py [--model DIR] [--seed 8603] [--levels 1-8] [--per-level 8]
 """
@@ -21,8 +22,8 @@ from tts_engine.training.checkpoint import load_model
 LAYOUTS = {  # name -> the text between the prompt and the solution scored, given the prompt and the solution
     "right after the problem": lambda prompt, solution: "",
     "after a <think> line": lambda prompt, solution: "<think>\n",
-    "after the problem restated": lambda prompt, solution: prompt,
-    "after the solution and wait": lambda prompt, solution: solution + "wait\n",
+    "second, after the first and wait": lambda prompt, solution: solution + "wait\n",
+    "second, the problem written again": lambda prompt, solution: solution + "wait\n" + prompt,
 }
 
 
@@ -63,7 +64,7 @@ def main() -> None:
             prompt, solution = build_prompt(prompt_config, p.problem), exact_solution(p.problem)
             loss, count = solution_loss(model, tokenizer, prompt + between(prompt, solution), solution)
             total, tokens = total + loss, tokens + count
-        print(f"  {name:30s} {total / tokens:.3f}")
+        print(f"  {name:36s} {total / tokens:.3f}")
 
 
 if __name__ == "__main__":

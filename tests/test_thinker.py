@@ -27,8 +27,11 @@ def test_a_trace_solves_again_until_two_solutions_agree():
     pieces = trace(PROBLEM, [WRONG, RIGHT, RIGHT])
     text = "".join(p.text for p in pieces)
     assert text == (
-        "28*4=112\n112-18=93\n93+80=173\nwait\n28*4=112\n112-18=94\n94+80=174\nwait\n"
-        "28*4=112\n112-18=94\n94+80=174\n</think>\n\\boxed{174}"
+        "28*4=112\n112-18=93\n93+80=173\nwait\n"
+        + PROBLEM
+        + "\n28*4=112\n112-18=94\n94+80=174\nwait\n"
+        + PROBLEM
+        + "\n28*4=112\n112-18=94\n94+80=174\n</think>\n\\boxed{174}"
     )
     assert [p.text for p in pieces if not p.learn] == ["112-18=93\n", "93+80=173\n"]  # from the first wrong line on
     assert final_chain(text) == RIGHT

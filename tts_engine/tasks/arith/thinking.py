@@ -1,17 +1,19 @@
 """The thinking trace of the arithmetic task's thinker: it solves the problem, then checks its answer by solving it
-again from the start; while no two of its solutions agree it writes "wait" and solves once more. Its answer, after
-the trace, is the one two solutions agree on; a trace that ends (or is cut) before any two agree answers with its
-first solution's answer.
+again from the start (the problem written again first); while no two of its solutions agree it writes "wait" and
+solves once more. Its answer, after the trace, is the one two solutions agree on; a trace that ends (or is cut)
+before any two agree answers with its first solution's answer.
 
     Compute left to right: 28*4-18+80.            the prompt
     28*4=112                                      a solution, as the default writes it: the trace opens with the
     112-18=93                                     completion (no start marker: the default's solutions go wrong
     93+80=173                                     when anything stands between the problem and them)
-    wait                                          nothing to compare with yet: solve again
-    28*4=112
+    wait                                          nothing to compare with yet: solve again,
+    Compute left to right: 28*4-18+80.            the problem first: each solution stands right below it, as the
+    28*4=112                                      default's solutions always do
     112-18=94
     94+80=174
     wait                                          174 is not 173: solve again
+    Compute left to right: 28*4-18+80.
     28*4=112
     112-18=94
     94+80=174
@@ -93,25 +95,26 @@ def answering(solutions: list[list[str]]) -> list[str]:
 
 def trace(problem: str, solutions: list[list[str]]) -> list[Piece]:
     """The thinking trace of `solutions` (each a full chain of step lines, in the order written): each solution,
-    "wait" after every one but the last, then the end of thinking and the answer (`answering`). A solution's lines
+    and before every one but the first "wait" and the problem again; then the end of thinking and the answer
+    (`answering`). A solution's lines
     from its first wrong one on are context, never a target. ValueError when a solution is not a chain of the
     problem's shape, or when two solutions agree before the last (the trace stops there)."""
     if not solutions:
         raise ValueError("no solutions")
     pieces = []
     for k, lines in enumerate(solutions):
+        if k:
+            if agreed(solutions[:k]):
+                raise ValueError(f"solution {k} agrees with an earlier one: the trace stops there")
+            pieces += [Piece(WAIT_WORD + "\n"), Piece(problem.strip() + "\n")]
         wrong = first_wrong(problem, lines)
         pieces += [Piece(line + "\n", learn=wrong is None or j < wrong) for j, line in enumerate(lines)]
-        if k < len(solutions) - 1:
-            if agreed(solutions[: k + 1]):
-                raise ValueError(f"solution {k + 1} agrees with an earlier one: the trace stops there")
-            pieces.append(Piece(WAIT_WORD + "\n"))
     return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{result_of(answering(solutions))}}}")]
 
 
 def solutions_in(text: str, complete_only: bool = False) -> list[list[str]]:
     """The solutions a completion holds, in order: the step lines before the end of thinking, between "wait"
-    lines (a plain solution is one). `complete_only`: in a trace still open, only those a "wait" closes."""
+    lines (the problem written again is not a step line; a plain solution is one solution). `complete_only`: in a trace still open, only those a "wait" closes."""
     body, closed = text.split(THINK_END.strip(), 1)[0], THINK_END.strip() in text
     parts = body.split("\n" + WAIT_WORD + "\n")
     if complete_only and not closed:
