@@ -346,7 +346,8 @@ class ProbePlan(ThinkingBudgetPlan):
             for (_, t), [sample] in zip(going, rows):
                 t.sample = sample
             self._wait(prompts, traces)
-        close_ended(parts, prompts, traces, self.params, config)
+        if config.max_waits:  # traces stopped at their end marker (a stop string only then): closed and answered
+            close_ended(parts, prompts, traces, self.params, config)
         self.finish(prompts, traces)
         yield from records(parts, problems, prompts, traces, self.params, started, probe_tokens)
 
