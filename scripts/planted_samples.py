@@ -18,18 +18,13 @@ import json
 import random
 from pathlib import Path
 
-from tts_engine.tasks.arith.chain import apply, problem_steps
+from tts_engine.tasks.arith.chain import exact_chain
 
 
 def right_solution(problem: str) -> str:
     """The task's solution of `problem`: one line per operation, left to right, then the boxed answer."""
-    value, terms = problem_steps(problem)
-    lines = []
-    for op, operand in terms:
-        result = apply(value, op, operand)
-        lines.append(f"{value}{op}{operand}={result}")
-        value = result
-    return "\n".join(lines + [f"\\boxed{{{value}}}"])
+    lines = exact_chain(problem)
+    return "\n".join(lines + [f"\\boxed{{{lines[-1].rsplit('=', 1)[1]}}}"])
 
 
 def planted_texts(problem: str, wrong: int, rng: random.Random) -> list[str]:

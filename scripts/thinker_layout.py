@@ -15,7 +15,7 @@ import torch
 
 from tts_engine.inputs.models import default_model_path
 from tts_engine.inputs.prompts import build_prompt
-from tts_engine.tasks.arith.chain import apply, problem_steps
+from tts_engine.tasks.arith.chain import exact_chain
 from tts_engine.tasks.arith.generator import make_problem_set, parse_levels
 from tts_engine.training.checkpoint import load_model
 
@@ -25,15 +25,6 @@ LAYOUTS = {  # name -> the text between the prompt and the solution scored, give
     "second, after the first and wait": lambda prompt, solution: solution + "wait\n",
     "second, the problem written again": lambda prompt, solution: solution + "wait\n" + prompt,
 }
-
-
-def exact_solution(problem: str) -> str:
-    value, terms = problem_steps(problem)
-    lines = []
-    for op, operand in terms:
-        lines.append(f"{value}{op}{operand}={apply(value, op, operand)}\n")
-        value = apply(value, op, operand)
-    return "".join(lines)
 
 
 def solution_loss(model, tokenizer, context: str, solution: str) -> tuple[float, int]:
@@ -61,7 +52,10 @@ def main() -> None:
     for name, between in LAYOUTS.items():
         total = tokens = 0
         for p in problems:
-            prompt, solution = build_prompt(prompt_config, p.problem), exact_solution(p.problem)
+            prompt, solution = (
+                build_prompt(prompt_config, p.problem),
+                "".join(line + "\n" for line in exact_chain(p.problem)),
+            )
             loss, count = solution_loss(model, tokenizer, prompt + between(prompt, solution), solution)
             total, tokens = total + loss, tokens + count
         print(f"  {name:36s} {total / tokens:.3f}")

@@ -26,7 +26,7 @@ from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.tasks.arith.chain import apply, problem_steps, read_step_line
+from tts_engine.tasks.arith.chain import exact_chain, read_step_line
 from tts_engine.tasks.arith.generator import make_problem_set
 from tts_engine.tasks.arith.thinking import (
     ANSWER_FORCING,
@@ -113,16 +113,6 @@ def right_rates(records: list[dict]) -> dict[int, float]:
         right = first_wrong(record["problem"], record["chains"][0]) is None
         counts.setdefault(record["level"], []).append(int(right))
     return {level: sum(v) / len(v) for level, v in counts.items()}
-
-
-def exact_chain(problem: str) -> list[str]:
-    value, terms = problem_steps(problem)
-    lines = []
-    for op, operand in terms:
-        result = apply(value, op, operand)
-        lines.append(f"{value}{op}{operand}={result}")
-        value = result
-    return lines
 
 
 def wrong_chain(problem: str, rng: random.Random) -> list[str]:

@@ -51,6 +51,17 @@ def apply(value: int, op: str, operand: int) -> int:
     return value + operand if op == "+" else value - operand if op == "-" else value * operand
 
 
+def exact_chain(problem: str) -> list[str]:
+    """The task's solution lines of `problem`: one `left op operand=result` line per operation, left to right."""
+    value, terms = problem_steps(problem)
+    lines = []
+    for op, operand in terms:
+        result = apply(value, op, operand)
+        lines.append(f"{value}{op}{operand}={result}")
+        value = result
+    return lines
+
+
 @dataclass(frozen=True)
 class StepLine:
     """One solution line `left op operand=result` as written."""
