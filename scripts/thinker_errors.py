@@ -7,11 +7,10 @@ repeats the wrong answer of the one before it.
 
 RESULTS is `tts solve` of arithmetic-task problems with a reference (any model and strategy; a solution without a
 trace is read as its lines). Kinds: operand (the line's operation or operand is not the problem's next one), carry
-(its left side is not the line before's result), arithmetic (the line's result is wrong; in a trace, its check
-passed it or fixed it wrongly), too many / too few lines, no chain
-(no trace to read), answer (every line right, the answer after the trace not). What solving again did: the solution
-written first right and kept or spoiled, or wrong and fixed or not; a thinker whose solutions copied the one before
-would agree on its wrong answers.
+(its left side is not the line before's result), arithmetic (the line's result is wrong), too many / too few
+lines, no chain (no step line to read), answer (every line right, the answer after the trace not). What solving
+again did: the solution written first right and kept or spoiled, or wrong and fixed or not; a thinker whose
+solutions copied the one before would agree on its wrong answers.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from tts_engine.inputs.models import default_model_path
 from tts_engine.inputs.prompts import build_prompt
 from tts_engine.tasks.arith.chain import exact_chain
 from tts_engine.tasks.arith.generator import make_problem_set, parse_levels
+from tts_engine.training.batching import completion_logprobs
 from tts_engine.training.checkpoint import load_model
 
 LAYOUTS = {  # name -> the text between the prompt and the solution scored, given the prompt and the solution
@@ -33,9 +34,8 @@ def solution_loss(model, tokenizer, context: str, solution: str) -> tuple[float,
     head, tail = enc(context), enc(solution)
     ids = torch.tensor([head + tail])  # (1, T)
     with torch.no_grad():
-        logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)  # (T - 1, V)
-    nll = -logp.gather(1, ids[0, 1:, None])[:, 0]
-    return nll[len(head) - 1 :].sum().item(), len(tail)
+        logp = completion_logprobs(model, ids, torch.ones_like(ids))[0]  # (T,): log P(token t | tokens < t)
+    return -logp[len(head) :].sum().item(), len(tail)
 
 
 def main() -> None:

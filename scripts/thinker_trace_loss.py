@@ -16,8 +16,9 @@ import torch
 
 from tts_engine.inputs.prompts import build_prompt
 from tts_engine.tasks.arith.thinking import THINK_END, WAIT_WORD, thinker_prompt_config, trace
+from tts_engine.training.batching import completion_logprobs
 from tts_engine.training.checkpoint import load_model
-from tts_engine.training.thinker.trainer import load_chains, right_rates, solutions_for
+from tts_engine.training.thinker.trainer import ThinkerConfig, load_chains, right_rates, solutions_for
 
 
 def part_of(text: str, problem: str, after_wait: bool) -> str:
@@ -48,7 +49,9 @@ def main() -> None:
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     loss, tokens = defaultdict(float), defaultdict(int)
     for record in rng.sample(records, args.traces):
-        pieces = trace(record["problem"], solutions_for(record, rates[record["level"]], 4, rng))
+        pieces = trace(
+            record["problem"], solutions_for(record, rates[record["level"]], ThinkerConfig.most_solutions, rng)
+        )
         ids, spans, after_wait = enc(build_prompt(prompt_config, record["problem"])), [], False
         for piece in pieces:
             piece_ids = enc(piece.text)
@@ -58,10 +61,9 @@ def main() -> None:
             ids += piece_ids
         x = torch.tensor([ids])  # (1, T)
         with torch.no_grad():
-            logp = torch.log_softmax(model(x).logits[0, :-1].float(), -1)  # (T - 1, V)
-        nll = -logp.gather(1, x[0, 1:, None])[:, 0]  # nll[t]: of token t + 1
+            logp = completion_logprobs(model, x, torch.ones_like(x))[0]  # (T,): log P(token t | tokens < t)
         for start, end, part in spans:
-            loss[part] += nll[start - 1 : end - 1].sum().item()
+            loss[part] -= logp[start:end].sum().item()
             tokens[part] += end - start
     print(f"{args.model}: {args.traces} traces; mean nats a token")
     for part in ("first solution", "wait", "the problem again", "later solutions", "end of thinking", "answer"):

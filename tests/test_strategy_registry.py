@@ -92,7 +92,8 @@ def test_engine_solve_reaches_a_registered_strategy(toy, engine, problems):
 
 
 def test_tts_solve_lists_and_runs_a_registered_strategy(toy, tmp_path):
-    help_text = " ".join(CliRunner().invoke(main, ["solve", "--help"]).output.split())  # unwrapped
+    wide = {"terminal_width": 100_000, "max_content_width": 100_000}  # no line breaks (click breaks at hyphens)
+    help_text = " ".join(CliRunner().invoke(main, ["solve", "--help"], **wide).output.split())
     assert "toy: Solve each problem toy_copies times." in help_text and "--toy-copies" in help_text
     for name in strategies():
         assert f"{name}: " in help_text  # every registered strategy, from the registry

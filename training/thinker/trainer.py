@@ -60,8 +60,9 @@ class ThinkerConfig(LoopConfig):
     """Traces per step."""
     cut_share: float = 0.2
     """Share of the traces cut at a random point, with the answer forced there."""
-    most_solutions: int = 6
-    """Most solutions in a trace: one that holds this many without two agreeing ends with the last one's answer."""
+    most_solutions: int = 4
+    """Most solutions in a trace (the longest of level 8 then fit 1,024 positions): one that holds this many
+    without two agreeing ends with the first one's answer (`thinking.answering`)."""
     check_pairs: int = 8
     """Solutions per step whose recompute check is trained (half the chains' first solutions, half planted)."""
     length_groups: int = 2

@@ -96,8 +96,7 @@ def answering(solutions: list[list[str]]) -> list[str]:
 def trace(problem: str, solutions: list[list[str]]) -> list[Piece]:
     """The thinking trace of `solutions` (each a full chain of step lines, in the order written): each solution,
     and before every one but the first "wait" and the problem again; then the end of thinking and the answer
-    (`answering`). A solution's lines
-    from its first wrong one on are context, never a target. ValueError when a solution is not a chain of the
+    (`answering`). A solution's lines from its first wrong one on are context, never a target. ValueError when a solution is not a chain of the
     problem's shape, or when two solutions agree before the last (the trace stops there)."""
     if not solutions:
         raise ValueError("no solutions")
@@ -114,7 +113,8 @@ def trace(problem: str, solutions: list[list[str]]) -> list[Piece]:
 
 def solutions_in(text: str, complete_only: bool = False) -> list[list[str]]:
     """The solutions a completion holds, in order: the step lines before the end of thinking, between "wait"
-    lines (the problem written again is not a step line; a plain solution is one solution). `complete_only`: in a trace still open, only those a "wait" closes."""
+    lines (the problem written again is not a step line; a plain solution is one solution). `complete_only`: in
+    a trace still open, only those a "wait" closes."""
     body, closed = text.split(THINK_END.strip(), 1)[0], THINK_END.strip() in text
     parts = body.split("\n" + WAIT_WORD + "\n")
     if complete_only and not closed:
