@@ -1,16 +1,16 @@
 """Where a thinker's wrong samples go wrong: the first line of each one's final chain (the solution its answer comes
-from, `tasks/arith/thinking.final_chain`) that differs from the exact solution, by kind; and what solving again did,
-sample by sample: the answer of the solution it wrote first against the answer it gave, and how often a solution
-repeats the wrong answer of the one before it.
+from, `tasks/arith/thinking.final_chain`) that differs from the exact solution, by kind; and what its check did,
+sample by sample: whether its solution was right against whether its answer (the check's) is, and how often the
+check wrote the problem units digit first exactly.
 
     python scripts/thinker_errors.py RESULTS.jsonl [RESULTS.jsonl ...]
 
 RESULTS is `tts solve` of arithmetic-task problems with a reference (any model and strategy; a solution without a
 trace is read as its lines). Kinds: operand (the line's operation or operand is not the problem's next one), carry
 (its left side is not the line before's result), arithmetic (the line's result is wrong), too many / too few
-lines, no chain (no step line to read), answer (every line right, the answer after the trace not). What solving
-again did: the solution written first right and kept or spoiled, or wrong and fixed or not; a thinker whose
-solutions copied the one before would agree on its wrong answers.
+lines, no chain (no step line to read), answer (every line right, the answer after the trace not). What the check
+did: the solution right and its answer kept or spoiled, or wrong and fixed or not (or no whole solution, or no
+check answer written).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from tts_engine.tasks.arith.chain import apply, problem_steps, read_step_line
-from tts_engine.tasks.arith.thinking import THINK_END, final_chain, solutions_in
+from tts_engine.tasks.arith.chain import apply, problem_steps, read_step_line, restate
+from tts_engine.tasks.arith.thinking import CHECK_REQUEST, THINK_END, final_chain, read_trace
 
 
 def error_kind(problem: str, text: str) -> str:
@@ -46,20 +46,20 @@ def error_kind(problem: str, text: str) -> str:
 
 
 def check_outcome(problem: str, answer: str, text: str, correct: bool) -> str:
-    """What solving again did to the solution the thinker wrote first."""
-    solutions = solutions_in(text, complete_only=True) or solutions_in(text)
-    if not solutions or len(solutions[0]) != len(problem_steps(problem)[1]):
+    """What the check did to the thinker's solution."""
+    reading = read_trace(text)
+    if len(reading.solution) != len(problem_steps(problem)[1]):
         return "no whole solution"
-    if str(read_step_line(solutions[0][-1]).result) == answer.strip():
+    if reading.check_answer is None:
+        return "no check answer"
+    if str(read_step_line(reading.solution[-1]).result) == answer.strip():
         return "right solution kept" if correct else "right solution spoiled"
     return "wrong solution fixed" if correct else "wrong solution not fixed"
 
 
-def repeats(answer: str, text: str) -> tuple[int, int]:
-    """(solutions after a wrong one, how many of them reached that same wrong answer)."""
-    results = [read_step_line(s[-1]).result for s in solutions_in(text, complete_only=True)]
-    after_wrong = [(a, b) for a, b in zip(results, results[1:]) if str(a) != answer.strip()]
-    return len(after_wrong), sum(a == b for a, b in after_wrong)
+def restated_exactly(problem: str, text: str) -> bool:
+    """The check wrote the problem units digit first exactly."""
+    return f"{CHECK_REQUEST}{restate(problem)}\n" in text
 
 
 def main() -> None:
@@ -79,13 +79,12 @@ def main() -> None:
             for s in r.get("samples", [])
         )
         if any(THINK_END.strip() in s["text"] for r in records for s in r.get("samples", [])):  # a model that thinks
-            print("  solving again: " + ", ".join(f"{k} {v}" for k, v in checks.most_common()))
-            pairs = [repeats(str(r.get("reference", "")), s["text"]) for r in records for s in r.get("samples", [])]
-            counts = [len(solutions_in(s["text"], complete_only=True)) for r in records for s in r.get("samples", [])]
-            print(
-                f"  solutions per sample {sum(counts) / max(len(counts), 1):.2f}; of {sum(p[0] for p in pairs)} "
-                f"written after a wrong one, {sum(p[1] for p in pairs)} repeat its answer"
-            )
+            print("  the check: " + ", ".join(f"{k} {v}" for k, v in checks.most_common()))
+            checked = [
+                (r["problem"], s["text"]) for r in records for s in r.get("samples", []) if CHECK_REQUEST in s["text"]
+            ]
+            exact = sum(restated_exactly(p, t) for p, t in checked)
+            print(f"  {len(checked)} samples opened the check; {exact} wrote the problem units digit first exactly")
 
 
 if __name__ == "__main__":

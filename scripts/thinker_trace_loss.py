@@ -1,7 +1,7 @@
 """Where a thinker checkpoint stands on its own training traces: its mean loss (nats a token) on each part of them
-(the first solution, "wait", the problem written again, the later solutions, the end of thinking, the answer), over
-traces built as training builds them (`training/thinker/trainer.solutions_for`) from the chains file. A part whose
-loss stays high is what sampling at temperature 1 gets wrong.
+(the solution, the check's request, the problem units digit first, the check's steps and answer, the end of
+thinking, the answer), over traces built as training builds them (`tasks/arith/thinking.trace` of each record's
+first chain) from the chains file. A part whose loss stays high is what sampling at temperature 1 gets wrong.
 
     python scripts/thinker_trace_loss.py DIR [--chains runs/thinker_chains.jsonl] [--traces 40] [--seed 7]
 """
@@ -15,23 +15,10 @@ from collections import defaultdict
 import torch
 
 from tts_engine.inputs.prompts import build_prompt
-from tts_engine.tasks.arith.thinking import THINK_END, WAIT_WORD, thinker_prompt_config, trace
+from tts_engine.tasks.arith.thinking import thinker_prompt_config, trace
 from tts_engine.training.batching import completion_logprobs
 from tts_engine.training.checkpoint import load_model
-from tts_engine.training.thinker.trainer import ThinkerConfig, load_chains, right_rates, solutions_for
-
-
-def part_of(text: str, problem: str, after_wait: bool) -> str:
-    """Which part of a trace a piece is."""
-    if text == WAIT_WORD + "\n":
-        return "wait"
-    if text.strip() == problem.strip():
-        return "the problem again"
-    if text == THINK_END:
-        return "end of thinking"
-    if text.startswith("\\boxed"):
-        return "answer"
-    return "later solutions" if after_wait else "first solution"
+from tts_engine.training.thinker.trainer import load_chains
 
 
 def main() -> None:
@@ -45,19 +32,16 @@ def main() -> None:
     model.eval()
     prompt_config = thinker_prompt_config(prompt_config)
     records = load_chains(args.chains, log=lambda *_: None)
-    rates, rng = right_rates(records), random.Random(args.seed)
+    rng = random.Random(args.seed)
     enc = lambda s: tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
     loss, tokens = defaultdict(float), defaultdict(int)
     for record in rng.sample(records, args.traces):
-        pieces = trace(
-            record["problem"], solutions_for(record, rates[record["level"]], ThinkerConfig.most_solutions, rng)
-        )
-        ids, spans, after_wait = enc(build_prompt(prompt_config, record["problem"])), [], False
+        pieces = trace(record["problem"], record["chains"][0])
+        ids, spans = enc(build_prompt(prompt_config, record["problem"])), []
         for piece in pieces:
             piece_ids = enc(piece.text)
             if piece.learn:
-                spans.append((len(ids), len(ids) + len(piece_ids), part_of(piece.text, record["problem"], after_wait)))
-            after_wait = after_wait or piece.text == WAIT_WORD + "\n"
+                spans.append((len(ids), len(ids) + len(piece_ids), piece.part))
             ids += piece_ids
         x = torch.tensor([ids])  # (1, T)
         with torch.no_grad():
@@ -66,9 +50,8 @@ def main() -> None:
             loss[part] -= logp[start:end].sum().item()
             tokens[part] += end - start
     print(f"{args.model}: {args.traces} traces; mean nats a token")
-    for part in ("first solution", "wait", "the problem again", "later solutions", "end of thinking", "answer"):
-        if tokens[part]:
-            print(f"  {part:18s} {loss[part] / tokens[part]:.3f}  ({tokens[part]} tokens)")
+    for part in tokens:
+        print(f"  {part:20s} {loss[part] / tokens[part]:.3f}  ({tokens[part]} tokens)")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ from dataclasses import replace
 import pytest
 
 from tts_engine.backends.base import BackendBase
+from tts_engine.tasks.arith.chain import restate, units_first
 from tts_engine.tasks.arith.recompute import (
     RECOMPUTE_REQUEST,
     RecomputeVerifier,
-    restate,
     step_pieces,
     transcribe,
     transcribe_line,
-    units_first,
 )
 
 PROBLEM = "Compute left to right: 28*4-18+80."

@@ -21,16 +21,9 @@ import torch
 
 from tts_engine.backends.hf import HFBackend
 from tts_engine.inputs.prompts import PromptConfig, build_prompt
-from tts_engine.tasks.arith.chain import apply, problem_steps
+from tts_engine.tasks.arith.chain import ANSWER_WORD, apply, problem_steps, units_first
 from tts_engine.tasks.arith.generator import ProblemStream, held_out_texts, make_problem_set, solution_budget
-from tts_engine.tasks.arith.recompute import (
-    ANSWER_WORD,
-    Transcript,
-    check_query,
-    recompute_prompt_config,
-    transcribe,
-    units_first,
-)
+from tts_engine.tasks.arith.recompute import Transcript, check_query, recompute_prompt_config, transcribe
 
 from . import checkpoint as ckpt
 from .batching import forward_logits, pad_pairs

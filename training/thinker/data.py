@@ -1,5 +1,5 @@
 """Chains the default really samples, and their corrections: the thinker's traces start from each problem's first
-chain (the default's own solution; `trainer.solutions_for`). The corrections after it served an earlier trace format
+chain (the default's own solution). The corrections after it served an earlier trace format
 that fixed the first wrong line; they are kept so that the recipe still makes the file the thinker was trained on.
 
 For each training problem the starting checkpoint writes a solution (temperature 1). Where a line is wrong, the

@@ -1,14 +1,13 @@
-"""Training the thinker (`tts train thinker`): supervised traces of solutions that the default writes, plus the
-recompute check that keeps it a verifier of plain solutions.
+"""Training the thinker (`tts train thinker`): supervised traces of solutions that the default writes, each followed
+by its check written units digit first, plus the recompute check that keeps it a verifier of plain solutions.
 
 Each step has two losses on one model:
-- the trace: next-token loss on a trace (`tts_engine.tasks.arith.thinking.trace`) of a problem's solutions until two
-  agree: the first one the default really sampled (the chains file), each next one independent with the default's
-  own error rate at the problem's level (measured on the chains file): the exact chain, or one with a planted
-  error. Never on a solution's lines from its first wrong one on (they are context: the thinker learns to solve
-  again when answers differ, not to write wrong lines). A share of the traces are cut at a random point and the
-  answer is forced there (`ANSWER_FORCING`): the loss is then on the forced answer alone, the answer the trace
-  holds there (`thinking.current_answer`), so that a cut or a probe reads the answer the trace holds so far;
+- the trace: next-token loss on a trace (`tts_engine.tasks.arith.thinking.trace`): a solution the default really
+  sampled (the chains file), then the exact check of the problem (the problem units digit first, each step in that
+  form, the check's answer) and the answer. Never on the solution's lines from its first wrong one on (they are
+  context: the thinker learns to check them, not to write them). A share of the traces are cut at a random point
+  and the answer is forced there (`ANSWER_FORCING`): the loss is then on the forced answer alone, the answer the
+  trace holds there (`thinking.current_answer`), so that a cut or a probe reads the answer the trace holds so far;
 - the check: the recompute check of `training.recompute` on the chains' first solutions (the default's real
   errors) and on planted errors, so that the served verifier still reads the thinker's final chain.
 """
@@ -26,12 +25,10 @@ from tts_engine.answers.rewards import solution_reward
 from tts_engine.backends.hf import HFBackend
 from tts_engine.inputs.prompts import build_prompt
 from tts_engine.params import SamplingParams
-from tts_engine.tasks.arith.chain import exact_chain, read_step_line
 from tts_engine.tasks.arith.generator import make_problem_set
 from tts_engine.tasks.arith.thinking import (
     ANSWER_FORCING,
     Piece,
-    agreed,
     current_answer,
     first_wrong,
     thinker_prompt_config,
@@ -45,7 +42,6 @@ from ..device import model_device
 from ..loop import Steps, start_run, train
 from ..monitor import DEV_SEED
 from ..recompute import check_loss, planted_solution
-from ..rederive import plant_error
 
 
 @dataclass
@@ -60,9 +56,6 @@ class ThinkerConfig(LoopConfig):
     """Traces per step."""
     cut_share: float = 0.2
     """Share of the traces cut at a random point, with the answer forced there."""
-    most_solutions: int = 4
-    """Most solutions in a trace (the longest of level 8 then fit 1,024 positions): one that holds this many
-    without two agreeing ends with the first one's answer (`thinking.answering`)."""
     check_pairs: int = 8
     """Solutions per step whose recompute check is trained (half the chains' first solutions, half planted)."""
     length_groups: int = 2
@@ -107,33 +100,6 @@ def load_chains(path: str | Path, log=print) -> list[dict]:
     return records
 
 
-def right_rates(records: list[dict]) -> dict[int, float]:
-    """Per level, the share of the records whose first chain (the default's own solution) is right."""
-    counts: dict[int, list[int]] = {}
-    for record in records:
-        right = first_wrong(record["problem"], record["chains"][0]) is None
-        counts.setdefault(record["level"], []).append(int(right))
-    return {level: sum(v) / len(v) for level, v in counts.items()}
-
-
-def wrong_chain(problem: str, rng: random.Random) -> list[str]:
-    """A chain of `problem` with one planted error (`rederive.plant_error`: most often a wrong result)."""
-    while True:
-        lines = plant_error(problem, rng).split("\n")[:-1]  # the boxed answer dropped
-        if all(read_step_line(line) for line in lines) and first_wrong(problem, lines) is not None:
-            return lines
-
-
-def solutions_for(record: dict, right_rate: float, most: int, rng: random.Random) -> list[list[str]]:
-    """A trace's solutions: the record's first chain, then independent ones (right with `right_rate`) until the
-    newest one's answer is an earlier one's, or `most` of them."""
-    solutions = [record["chains"][0]]
-    while len(solutions) < most and not agreed(solutions):
-        right = rng.random() < right_rate
-        solutions.append(exact_chain(record["problem"]) if right else wrong_chain(record["problem"], rng))
-    return solutions
-
-
 def cut_trace(pieces: list[Piece], rng: random.Random) -> list[Piece] | None:
     """`pieces` cut at a random character inside the thinking, the answer forced there: the cut text as context,
     the forced answer (the answer the cut trace holds: `current_answer`) as the target; None when the cut holds no
@@ -144,7 +110,7 @@ def cut_trace(pieces: list[Piece], rng: random.Random) -> list[Piece] | None:
     answer = current_answer(text[:at])
     if answer is None:
         return None
-    return [Piece(text[:at] + ANSWER_FORCING, learn=False), Piece(f"{answer}}}")]
+    return [Piece(text[:at] + ANSWER_FORCING, "cut", learn=False), Piece(f"{answer}}}", "answer")]
 
 
 def trace_loss(model, tokenizer, prompts: list[str], traces: list[list[Piece]]) -> tuple[torch.Tensor, float]:
@@ -216,7 +182,6 @@ def thinker_steps(config: ThinkerConfig, log=print) -> Steps:
     run = start_run(config, fresh)
     run.prompt_config = thinker_prompt_config(run.prompt_config)  # what its checkpoints are served with
     records = load_chains(config.chains_file, log)
-    rates = right_rates(records)
     order = list(range(len(records)))
 
     def batch_at(step: int) -> list[dict]:
@@ -234,8 +199,7 @@ def thinker_steps(config: ThinkerConfig, log=print) -> Steps:
         batch = batch_at(run.step)
         traces = []
         for record in batch:
-            solutions = solutions_for(record, rates[record["level"]], config.most_solutions, rng)
-            pieces = trace(record["problem"], solutions)
+            pieces = trace(record["problem"], record["chains"][0])
             cut = cut_trace(pieces, rng) if rng.random() < config.cut_share else None
             traces.append(cut or pieces)
         prompts = [build_prompt(run.prompt_config, r["problem"]) for r in batch]

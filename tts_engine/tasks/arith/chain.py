@@ -78,3 +78,21 @@ def read_step_line(line: str) -> StepLine | None:
     if found is None:
         return None
     return StepLine(int(found.group(1)), found.group(2), int(found.group(3)), int(found.group(4)))
+
+
+ANSWER_WORD = "answer"
+
+
+def units_first_line(step: StepLine) -> str:
+    """A step written units digit first (the recompute check's form): 112-18=94 -> "211-810=490"."""
+    return f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(step.result)}"
+
+
+def read_units_first(text: str) -> int:
+    """A number written units digit first, as a number: "490" -> 94."""
+    return int(text.strip()[::-1])
+
+
+def answer_line(answer: str) -> str:
+    """The check's answer line for a boxed answer: `answer 471` for 174 (text that is not a number as written)."""
+    return f"{ANSWER_WORD} {units_first(int(answer)) if answer.isdigit() else answer}"

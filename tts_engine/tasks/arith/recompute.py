@@ -35,10 +35,9 @@ from ...verifiers.base import PrefixCachedScorer
 from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
 from ...verifiers.registry import register_score_kind, register_verify_form
-from .chain import StepLine, is_task_problem, read_step_line, restate, units_first
+from .chain import StepLine, answer_line, is_task_problem, read_step_line, restate, units_first_line
 from .thinking import THINK_END, final_chain
 
-ANSWER_WORD = "answer"
 RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
 """After the generation prompt: the end token, the request, then the problem restated units digit first."""
 SCORE_KIND = "verifier_recompute"
@@ -47,9 +46,7 @@ SCORE_KIND = "verifier_recompute"
 def transcribe_line(line: str) -> str:
     """One solution line in the check's form; a line that is not `left op operand=result` is kept as written."""
     step = read_step_line(line)
-    if step is None:
-        return line.strip()
-    return f"{units_first(step.left)}{step.op}{units_first(step.operand)}={units_first(step.result)}"
+    return line.strip() if step is None else units_first_line(step)
 
 
 @dataclass(frozen=True)
@@ -72,11 +69,6 @@ class Transcript:
     @property
     def text(self) -> str:
         return "".join(self.pieces)
-
-
-def answer_line(answer: str) -> str:
-    """The check's answer line for a boxed answer: `answer 471` for 174 (text that is not a number as written)."""
-    return f"{ANSWER_WORD} {units_first(int(answer)) if answer.isdigit() else answer}"
 
 
 def transcribe(solution: str) -> Transcript | None:

@@ -1,30 +1,28 @@
-"""The thinking trace of the arithmetic task's thinker: it solves the problem, then checks its answer by solving it
-again from the start (the problem written again first); while no two of its solutions agree it writes "wait" and
-solves once more. Its answer, after the trace, is the one two solutions agree on; a trace that ends (or is cut)
-before any two agree answers with its first solution's answer.
+"""The thinking trace of the arithmetic task's thinker: it solves the problem as the default does, then checks its
+solution the way the recompute verifier does, the check now written by the thinker itself: the problem again with
+every number units digit first, then every step recomputed in that form. Its answer, after the trace, is the
+check's, written back most significant digit first; a trace cut (or ended) before the check's answer line holds its
+solution's answer.
 
     Compute left to right: 28*4-18+80.            the prompt
-    28*4=112                                      a solution, as the default writes it: the trace opens with the
+    28*4=112                                      the solution, as the default writes it: the trace opens with the
     112-18=93                                     completion (no start marker: the default's solutions go wrong
     93+80=173                                     when anything stands between the problem and them)
-    wait                                          nothing to compare with yet: solve again,
-    Compute left to right: 28*4-18+80.            the problem first: each solution stands right below it, as the
-    28*4=112                                      default's solutions always do
-    112-18=94
-    94+80=174
-    wait                                          174 is not 173: solve again
-    Compute left to right: 28*4-18+80.
-    28*4=112
-    112-18=94
-    94+80=174
-    </think>                                      174 again: two solutions agree
-    \\boxed{174}
+    Check units first.                            the check, as the recompute verifier reads it (tasks/arith/
+    820*400-810+080                               recompute.py): the problem, every number units digit first;
+    820*400=211                                   each step recomputed in that form: every digit of a result
+    211-810=490                                   depends only on the digits at its place and the carry before
+    490+080=471                                   it, which the default computes far more reliably
+    answer 471
+    </think>
+    \\boxed{174}                                  the check's answer: 112-18 is 94, not 93
 
-Solutions sampled apart seldom agree on a wrong answer (one wrong arithmetic line makes a number another solution
-seldom reaches), so the answer two of them agree on is right far more often than one solution's; the longer the
-thinker may think, the more solutions it can compare. Training builds these traces (`trace`) from solutions the
-default really samples and independent ones of the same error rate; the engine reads back the solution a trace's
-answer comes from (`final_chain`) to verify it, and the answer a trace holds where it is cut (`current_answer`).
+Why it pays: the default solves a fresh set units digit first, the problem given in that form, far more often than
+in its own solutions (docs/thinking.md, "The thinker"); what it cannot do untrained is write that form of the
+problem itself, or recompute with its own solution above. The longer the thinker may think, the more of its check
+it writes: a trace cut before the check's answer answers with the solution's. Training builds these traces
+(`trace`) from solutions the default really samples; the engine reads back the chain a trace's answer comes from
+(`final_chain`) to verify it, and the answer a trace holds where it is cut (`current_answer`).
 """
 
 from __future__ import annotations
@@ -32,18 +30,31 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...inputs.prompts import PromptConfig
-from .chain import apply, problem_steps, read_step_line
+from .chain import (
+    ANSWER_WORD,
+    STEP_LINE,
+    answer_line,
+    apply,
+    exact_chain,
+    problem_steps,
+    read_step_line,
+    read_units_first,
+    restate,
+    units_first_line,
+)
 
 THINK_END = "</think>\n"
+CHECK_REQUEST = "Check units first.\n"
+"""The line that opens the check (the recompute verifier's request, without the end token before it)."""
 WAIT_WORD = "wait"
-"""The line between two solutions."""
+"""What budget forcing writes where the trace would end (the thinker then checks again)."""
 ANSWER_FORCING = "\n</think>\n\\boxed{"
 """What forces the thinker's answer at a cut (the thinking-budget strategies append it to a cut trace)."""
 
 
 def thinker_prompt_config(base: PromptConfig) -> PromptConfig:
     """The serving prompts of a checkpoint trained on these traces: its markers, its answer forcing, and "wait" as
-    the text budget forcing writes where the trace would end (one more solution)."""
+    the text budget forcing writes where the trace would end."""
     return replace(
         base,
         think_start="",  # the trace opens where the completion starts
@@ -73,9 +84,11 @@ def first_wrong(problem: str, lines: list[str], start: int = 0) -> int | None:
 
 @dataclass(frozen=True)
 class Piece:
-    """A span of a trace, and whether a model should learn to write it (a wrong line is context, never a target)."""
+    """A span of a trace, the part of the trace it is, and whether a model should learn to write it (a wrong line
+    of the solution is context, never a target)."""
 
     text: str
+    part: str
     learn: bool = True
 
 
@@ -83,57 +96,79 @@ def result_of(lines: list[str]) -> int:
     return read_step_line(lines[-1]).result
 
 
-def agreed(solutions: list[list[str]]) -> bool:
-    """Whether the last solution's answer is one an earlier solution reached."""
-    return len(solutions) > 1 and result_of(solutions[-1]) in {result_of(s) for s in solutions[:-1]}
+def check_pieces(problem: str) -> list[Piece]:
+    """The exact check of `problem`: the request, the problem units digit first, each step in that form, the answer."""
+    steps = [read_step_line(line) for line in exact_chain(problem)]
+    return [
+        Piece(CHECK_REQUEST, "check request"),
+        Piece(restate(problem) + "\n", "problem units first"),
+        *(Piece(units_first_line(step) + "\n", "check steps") for step in steps),
+        Piece(answer_line(str(steps[-1].result)) + "\n", "check answer"),
+    ]
 
 
-def answering(solutions: list[list[str]]) -> list[str]:
-    """The solution a trace's answer comes from: the last one when it agrees with an earlier one, else the first."""
-    return solutions[-1] if agreed(solutions) else solutions[0]
+def trace(problem: str, solution: list[str]) -> list[Piece]:
+    """The thinking trace of `solution` (a full chain of step lines): the solution, its lines from the first wrong one
+    on context, never targets; the exact check; the end of thinking and the check's answer. ValueError when the
+    solution is not a chain of the problem's shape."""
+    wrong = first_wrong(problem, solution)
+    pieces = [Piece(line + "\n", "solution", learn=wrong is None or j < wrong) for j, line in enumerate(solution)]
+    answer = result_of(exact_chain(problem))
+    return (
+        pieces + check_pieces(problem) + [Piece(THINK_END, "end of thinking"), Piece(f"\\boxed{{{answer}}}", "answer")]
+    )
 
 
-def trace(problem: str, solutions: list[list[str]]) -> list[Piece]:
-    """The thinking trace of `solutions` (each a full chain of step lines, in the order written): each solution,
-    and before every one but the first "wait" and the problem again; then the end of thinking and the answer
-    (`answering`). A solution's lines from its first wrong one on are context, never a target. ValueError when a solution is not a chain of the
-    problem's shape, or when two solutions agree before the last (the trace stops there)."""
-    if not solutions:
-        raise ValueError("no solutions")
-    pieces = []
-    for k, lines in enumerate(solutions):
-        if k:
-            if agreed(solutions[:k]):
-                raise ValueError(f"solution {k} agrees with an earlier one: the trace stops there")
-            pieces += [Piece(WAIT_WORD + "\n"), Piece(problem.strip() + "\n")]
-        wrong = first_wrong(problem, lines)
-        pieces += [Piece(line + "\n", learn=wrong is None or j < wrong) for j, line in enumerate(lines)]
-    return pieces + [Piece(THINK_END), Piece(f"\\boxed{{{result_of(answering(solutions))}}}")]
+@dataclass(frozen=True)
+class Reading:
+    """What a completion holds: its solution's step lines, and its check's steps (read back most significant digit
+    first) and answer (None until the answer line is complete)."""
+
+    solution: list[str]
+    check: list[str]
+    check_answer: int | None
 
 
-def solutions_in(text: str, complete_only: bool = False) -> list[list[str]]:
-    """The solutions a completion holds, in order: the step lines before the end of thinking, between "wait"
-    lines (the problem written again is not a step line; a plain solution is one solution). `complete_only`: in
-    a trace still open, only those a "wait" closes."""
-    body, closed = text.split(THINK_END.strip(), 1)[0], THINK_END.strip() in text
-    parts = body.split("\n" + WAIT_WORD + "\n")
-    if complete_only and not closed:
-        parts = parts[:-1]
-    found = [[line.strip() for line in part.split("\n") if read_step_line(line) is not None] for part in parts]
-    return [lines for lines in found if lines]
+def read_trace(text: str) -> Reading:
+    """The parts of a thinker's completion (or of a plain solution: all of it is the solution). Only complete
+    lines (ended by a line break, or by the end of thinking) are read."""
+    body = text.split(THINK_END.strip(), 1)[0]
+    lines = body.split("\n") if THINK_END.strip() in text else body.split("\n")[:-1]
+    opened = CHECK_REQUEST.strip() in (line.strip() for line in lines)
+    at = [line.strip() for line in lines].index(CHECK_REQUEST.strip()) if opened else len(lines)
+    solution = [line.strip() for line in lines[:at] if read_step_line(line) is not None]
+    check, check_answer = [], None
+    for line in lines[at + 1 :]:
+        step = most_significant_first(line)
+        if step is not None:
+            check.append(step)
+        elif line.strip().startswith(ANSWER_WORD + " ") and line.strip()[len(ANSWER_WORD) + 1 :].isdigit():
+            check_answer = read_units_first(line.strip()[len(ANSWER_WORD) + 1 :])
+            break
+    return Reading(solution, check, check_answer)
+
+
+def most_significant_first(line: str) -> str | None:
+    """A check step (units digit first) as a solution line: "211-810=490" -> "112-18=94"; None for another line."""
+    found = STEP_LINE.match(line)
+    if found is None:
+        return None
+    left, op, operand, result = found.groups()
+    return f"{read_units_first(left)}{op}{read_units_first(operand)}={read_units_first(result)}"
 
 
 def final_chain(text: str) -> list[str] | None:
-    """The solution a thinker's answer comes from (`answering`); None when the text holds no step line."""
-    solutions = solutions_in(text)
-    return answering(solutions) if solutions else None
+    """The chain a thinker's answer comes from: its check's steps once the check has answered, else its solution;
+    None when the text holds no step line."""
+    reading = read_trace(text)
+    chain = reading.check if reading.check_answer is not None and reading.check else reading.solution
+    return chain or None
 
 
 def current_answer(text: str) -> int | None:
-    """The answer a trace holds so far: that of its complete solutions (`answering`); before the first is complete,
-    the result of the last complete line written; None before any."""
-    complete = solutions_in(text, complete_only=True)
-    if complete:
-        return result_of(answering(complete))
-    lines = [line for line in text.split("\n")[:-1] if read_step_line(line) is not None]
-    return read_step_line(lines[-1]).result if lines else None
+    """The answer a trace holds so far: its check's once the check's answer line is complete, else the result of the
+    last complete line of its solution; None before any."""
+    reading = read_trace(text)
+    if reading.check_answer is not None:
+        return reading.check_answer
+    return read_step_line(reading.solution[-1]).result if reading.solution else None
