@@ -36,9 +36,9 @@ from ...verifiers.checking import teacher_forced_reads
 from ...verifiers.process import ProcessSampleScore
 from ...verifiers.registry import register_score_kind, register_verify_form
 from .chain import StepLine, answer_line, is_task_problem, read_step_line, restate, units_first_line
-from .thinking import THINK_END, final_chain
+from .thinking import CHECK_REQUEST, THINK_END, final_chain
 
-RECOMPUTE_REQUEST = "<|endoftext|>Check units first.\n{problem}\n"
+RECOMPUTE_REQUEST = "<|endoftext|>" + CHECK_REQUEST + "{problem}\n"
 """After the generation prompt: the end token, the request, then the problem restated units digit first."""
 SCORE_KIND = "verifier_recompute"
 
