@@ -10,7 +10,7 @@ import pytest
 
 from tts_engine import Engine
 from tts_engine.answers.thinking import ThinkingMarkers, answer_after_thinking, split_thinking
-from tts_engine.backends.base import BackendBase, Sample
+from tts_engine.backends.base import BackendBase, PromptTooLongError, Sample
 from tts_engine.inputs.problems import Problem
 from tts_engine.inputs.prompts import PromptConfig
 from tts_engine.strategies.registry import strategy_entry
@@ -109,6 +109,26 @@ def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
     capped = solve(engine, "budget-forcing", BudgetForcingConfig(thinking_budget=50, min_thinking=60), n=1)
     assert capped["thinking"]["waits"] == 1 and capped["thinking"]["stopped"] == {"budget": 1}
     assert capped["samples"][0]["answer"] == "7"
+
+
+class TightScript(ThinkingScript):
+    """The script in a context of 52 tokens, refusing (as the hf backend does) a prompt that leaves no room."""
+
+    tokenizer, max_model_len = "one token a character", 52
+
+    def generate(self, prompts, params):
+        for index, prompt in enumerate(prompts):
+            if len(self.encode(prompt)) + 1 > self.max_model_len:
+                raise PromptTooLongError(index, len(self.encode(prompt)), self.max_model_len)
+        return super().generate(prompts, params)
+
+
+def test_a_trace_that_fills_the_context_ends_there_and_the_run_goes_on(engine):
+    engine.backend = TightScript()
+    config = BudgetForcingConfig(thinking_budget=200, min_thinking=60, max_waits=2, answer_tokens=12)
+    record = solve(engine, "budget-forcing", config, n=1)  # "Q\n" + the trace + "Wait": no room to go on
+    assert record["thinking"]["stopped"] == {"context": 1} and record["status"] == "ok"
+    assert record["samples"][0]["text"] == ThinkingScript.TRACE + "Wait" and record["samples"][0]["answer"] is None
 
 
 class OpenScript(ThinkingScript):

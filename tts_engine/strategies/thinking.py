@@ -104,7 +104,8 @@ class ThinkingBlock(StrategyBlock):
     key = "thinking"
     stopped: dict[str, int] = field(default_factory=dict)
     """How each sample's trace ended: ended (on its own), budget (cut, answer forced), waits (made to go on, then
-    ended), settled (its probed answer held), consensus (its problem's answers agreed)."""
+    ended), settled (its probed answer held), consensus (its problem's answers agreed), context (it filled the
+    model's context)."""
     waits: int = 0
     probes: int = 0
     probe_tokens: int = 0
@@ -136,8 +137,23 @@ def appended(parts: Parts, sample: Sample, text: str) -> Sample:
     )
 
 
+def has_room(parts: Parts, prompt: str, t: Trace) -> bool:
+    """The model's context holds at least one more token after the trace (always so where the backend has no local
+    tokenizer: it reports an overlong prompt itself)."""
+    backend = parts.backend
+    if backend.tokenizer is None:
+        return True
+    return len(backend.encode(prompt)) + len(t.sample.token_ids) + 1 < backend.max_model_len
+
+
 def extend(parts: Parts, prompts: list[str], traces: list[Trace], params: SamplingParams, max_tokens: int, stream: str):
-    """Each trace continued by at most `max_tokens` generated tokens (one generate call; seeded by `stream`)."""
+    """Each trace continued by at most `max_tokens` generated tokens (one generate call; seeded by `stream`). A trace
+    that fills the model's context is left as it is, ended "context" (it can be neither continued nor answered)."""
+    room = [has_room(parts, p, t) for p, t in zip(prompts, traces)]
+    for t in [t for t, fits in zip(traces, room) if not fits]:
+        t.ended = t.ended or "context"
+    prompts = [p for p, fits in zip(prompts, room) if fits]
+    traces = [t for t, fits in zip(traces, room) if fits]
     if not traces:
         return
     step = replace(params, n=1, max_new_tokens=max_tokens, seed=derive_seed(params.seed, stream, 0))
