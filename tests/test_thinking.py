@@ -114,7 +114,7 @@ def test_budget_forcing_makes_a_short_trace_go_on_then_caps_it(engine):
 class TightScript(ThinkingScript):
     """The script in a context of 52 tokens, refusing (as the hf backend does) a prompt that leaves no room."""
 
-    tokenizer, max_model_len = "one token a character", 52
+    max_model_len = 52
 
     def generate(self, prompts, params):
         for index, prompt in enumerate(prompts):

@@ -151,7 +151,7 @@ def continue_samples(
         step = replace(
             params, n=1, max_new_tokens=max_new_tokens, seed=derive_seed(params.seed, "continue", round_index, rank)
         )
-        for request, new in zip(group, _generate_or_skip(backend, [r.prompt for r in group], step)):
+        for request, new in zip(group, generate_or_skip(backend, [r.prompt for r in group], step)):
             if new is not None:
                 old = result[request.row][request.column]
                 result[request.row][request.column] = join_continuation(old, new, params.stop)
@@ -171,7 +171,7 @@ def _plan(backend, prompts, samples, budget) -> list[_Request]:
     return requests
 
 
-def _generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> list[Sample | None]:
+def generate_or_skip(backend, prompts: list[str], params: SamplingParams) -> list[Sample | None]:
     """One sample per prompt; a prompt too long for the context gets None instead of failing the batch."""
     keep = list(range(len(prompts)))
     while keep:

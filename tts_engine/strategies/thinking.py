@@ -34,7 +34,7 @@ from ..pipeline.records import ProblemRecord, StrategyBlock
 from ..settings import check_int, check_probability
 from .parts import Parts
 from .registry import BlockView, register_strategy
-from .rounds import continue_samples, derive_seed, generate
+from .rounds import continue_samples, derive_seed, generate, generate_or_skip
 
 
 @dataclass
@@ -137,28 +137,17 @@ def appended(parts: Parts, sample: Sample, text: str) -> Sample:
     )
 
 
-def has_room(parts: Parts, prompt: str, t: Trace) -> bool:
-    """The model's context holds at least one more token after the trace (always so where the backend has no local
-    tokenizer: it reports an overlong prompt itself)."""
-    backend = parts.backend
-    if backend.tokenizer is None:
-        return True
-    return len(backend.encode(prompt)) + len(t.sample.token_ids) + 1 < backend.max_model_len
-
-
 def extend(parts: Parts, prompts: list[str], traces: list[Trace], params: SamplingParams, max_tokens: int, stream: str):
     """Each trace continued by at most `max_tokens` generated tokens (one generate call; seeded by `stream`). A trace
     that fills the model's context is left as it is, ended "context" (it can be neither continued nor answered)."""
-    room = [has_room(parts, p, t) for p, t in zip(prompts, traces)]
-    for t in [t for t, fits in zip(traces, room) if not fits]:
-        t.ended = t.ended or "context"
-    prompts = [p for p, fits in zip(prompts, room) if fits]
-    traces = [t for t, fits in zip(traces, room) if fits]
     if not traces:
         return
     step = replace(params, n=1, max_new_tokens=max_tokens, seed=derive_seed(params.seed, stream, 0))
-    rows = parts.backend.generate([p + t.sample.text for p, t in zip(prompts, traces)], step)
-    for t, [new] in zip(traces, rows):
+    rows = generate_or_skip(parts.backend, [p + t.sample.text for p, t in zip(prompts, traces)], step)
+    for t, new in zip(traces, rows):
+        if new is None:
+            t.ended = t.ended or "context"
+            continue
         t.sample = replace(
             t.sample,
             text=t.sample.text + new.text,

@@ -133,17 +133,16 @@ def read_trace(text: str) -> Reading:
     """The parts of a thinker's completion (or of a plain solution: all of it is the solution). Only complete
     lines (ended by a line break, or by the end of thinking) are read."""
     body = text.split(THINK_END.strip(), 1)[0]
-    lines = body.split("\n") if THINK_END.strip() in text else body.split("\n")[:-1]
-    opened = CHECK_REQUEST.strip() in (line.strip() for line in lines)
-    at = [line.strip() for line in lines].index(CHECK_REQUEST.strip()) if opened else len(lines)
-    solution = [line.strip() for line in lines[:at] if read_step_line(line) is not None]
+    lines = [line.strip() for line in (body.split("\n") if THINK_END.strip() in text else body.split("\n")[:-1])]
+    at = lines.index(CHECK_REQUEST.strip()) if CHECK_REQUEST.strip() in lines else len(lines)
+    solution = [line for line in lines[:at] if read_step_line(line) is not None]
     check, check_answer = [], None
     for line in lines[at + 1 :]:
-        step = most_significant_first(line)
+        step, (word, _, number) = most_significant_first(line), line.partition(" ")
         if step is not None:
             check.append(step)
-        elif line.strip().startswith(ANSWER_WORD + " ") and line.strip()[len(ANSWER_WORD) + 1 :].isdigit():
-            check_answer = read_units_first(line.strip()[len(ANSWER_WORD) + 1 :])
+        elif word == ANSWER_WORD and number.isdigit():
+            check_answer = read_units_first(number)
             break
     return Reading(solution, check, check_answer)
 
