@@ -68,6 +68,20 @@ def test_stop_after_s_stops_with_a_checkpoint_and_a_rerun_finishes(tmp_path):
     assert steps() == [1, 2, 3]
 
 
+def test_stop_at_step_ends_the_run_there_on_its_full_schedule_and_stays_there(tmp_path):
+    args, out = micro_sft(tmp_path, eval_every=3)
+    printed = tts(*args, "--stop-at-step", 2)
+    assert "stopped at step 2 of 3 (stop_at_step)" in printed
+    steps = lambda: [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]  # noqa: E731
+    state = lambda: torch.load(out / "training_state.pt", weights_only=False)  # noqa: E731
+    assert steps() == [1, 2] and state()["step"] == 2  # checkpointed, though eval_every is 3
+    lr_at_2 = state()["scheduler"]["last_epoch"]
+    tts(*args, "--stop-at-step", 2)  # the same command again: already there, no step more
+    assert steps() == [1, 2] and state()["scheduler"]["last_epoch"] == lr_at_2
+    tts(*args)  # no stop: the schedule's last step
+    assert steps() == [1, 2, 3]
+
+
 def test_tango_one_warm_up_and_one_rl_step(sft_run, tmp_path):
     micro = [
         "--init-dir",

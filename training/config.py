@@ -40,6 +40,9 @@ class TrainConfig:
     stop_after_s: float = 0.0
     """Stop, with a checkpoint, after the first step that ends this many seconds after the start (0: no limit);
     rerun the same command to go on (how a run fits calls of bounded length on a lent GPU machine)."""
+    stop_at_step: int = 0
+    """Stop, with a checkpoint, at this step of the `steps` the schedule runs over (0: run them all): a shipped
+    checkpoint taken before a schedule's end is reproduced by one command; raise it (or set 0) and rerun to go on."""
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
@@ -48,6 +51,8 @@ class TrainConfig:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
         if self.stop_after_s < 0:
             raise ValueError(f"stop_after_s must be >= 0 (0: no limit), got {self.stop_after_s}")
+        if self.stop_at_step < 0:
+            raise ValueError(f"stop_at_step must be >= 0 (0: run every step), got {self.stop_at_step}")
         check_device(self.device)
         count = len(self.level_tuple)
         if self.level_weights and len(self.level_weights) != count:

@@ -104,9 +104,8 @@ def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, 
         ckpt.save_model(run.out, run.model, run.tokenizer, run.prompt_config, c)
         ckpt.save_state(run.out, run.optimizer, run.scheduler, run.step, {"elapsed_s": record["elapsed_s"]})
 
-    return run_steps(
-        run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log, c.stop_after_s
-    )
+    stops = {"stop_after_s": c.stop_after_s, "stop_at_step": c.stop_at_step}
+    return run_steps(run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log, **stops)
 
 
 def drop_records_after(log_path: Path, step: int) -> None:
@@ -128,33 +127,48 @@ def drop_records_after(log_path: Path, step: int) -> None:
 
 
 def run_steps(
-    out: Path, total: int, done: int, one_step, checkpoint, every: int, desc: str, progress: bool, log, stop_after_s=0.0
+    out: Path,
+    total: int,
+    done: int,
+    one_step,
+    checkpoint,
+    every: int,
+    desc: str,
+    progress: bool,
+    log,
+    *,
+    stop_after_s: float = 0.0,
+    stop_at_step: int = 0,
 ):
     """The outer loop of every trainer (Tango's two-model schedule too): `one_step()` -> (log record, progress bar
     postfix) until `total` steps; at every `every`-th step and the last, `checkpoint(record)` then echo the record;
     every record is appended to out/log.jsonl. With `stop_after_s` > 0, the first step that ends that many seconds
-    after the start is checkpointed and the loop stops there (rerunning resumes). Returns out."""
+    after the start is checkpointed and the loop stops there (rerunning resumes). With `stop_at_step` > 0 the loop
+    ends, checkpointed, at that step of the `total` its schedule runs over. Returns out."""
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
     drop_records_after(out / "log.jsonl", done)
     started = time.monotonic()
     bar = tqdm(total=total, initial=done, disable=not progress, desc=desc, dynamic_ncols=True)
-    while done < total:
+    until = min(total, stop_at_step) if stop_at_step > 0 else total
+    while done < until:
         record, postfix = one_step()
         done += 1
         bar.update(1)
         bar.set_postfix(postfix)
         out_of_time = stop_after_s > 0 and time.monotonic() - started >= stop_after_s
-        if done % every == 0 or done == total or out_of_time:
+        if done % every == 0 or done == until or out_of_time:
             checkpoint(record)
             log(json.dumps(record))
         with (out / "log.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")
-        if out_of_time and done < total:
+        if out_of_time and done < until:
             log(
                 f"stopped at step {done} of {total} after {time.monotonic() - started:.0f} s (stop_after_s); rerun to resume"
             )
             break
     bar.close()
+    if done == until < total:
+        log(f"stopped at step {done} of {total} (stop_at_step); raise stop_at_step, or set it to 0, and rerun to go on")
     return out

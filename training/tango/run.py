@@ -44,5 +44,6 @@ def train_tango(config: TangoConfig, progress: bool = True, log=print, trainer_c
         "tango",
         progress,
         log,
-        config.stop_after_s,
+        stop_after_s=config.stop_after_s,
+        stop_at_step=config.stop_at_step,
     )
