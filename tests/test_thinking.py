@@ -131,6 +131,16 @@ def test_a_trace_that_fills_the_context_ends_there_and_the_run_goes_on(engine):
     assert record["samples"][0]["text"] == ThinkingScript.TRACE + "Wait" and record["samples"][0]["answer"] is None
 
 
+def test_a_trace_with_no_room_left_for_its_probe_ends_there_and_the_run_goes_on(engine):
+    engine.backend = TightScript()
+    config = ProbeConfig(thinking_budget=200, probe_every=8, probe_holds=99, probe_tokens=4)
+    record = solve(engine, "probe", config, n=1)  # "Q\n" + 40 tokens of trace + the forcing: past 52 tokens
+    assert record["thinking"]["stopped"] == {"context": 1} and record["status"] == "ok"
+    sample = record["samples"][0]
+    assert sample["text"] == ThinkingScript.TRACE[:40] and sample["answer"] is None  # left as it was, never forced
+    assert record["thinking"]["probes"] == 4  # after 8, 16, 24 and 32 tokens; none fits after 40
+
+
 class OpenScript(ThinkingScript):
     """A model that thinks from its first token: no start marker, only the end."""
 

@@ -267,7 +267,12 @@ class ThinkingBudgetPlan:
 
     def finish(self, prompts: list[str], traces: list[list[Trace]]) -> None:
         """Traces cut by the budget: still open, forced; closed, their answer written to its end."""
-        cut = [(prompts[i], t) for i, row in enumerate(traces) for t in row if t.sample.finish_reason == "length"]
+        cut = [
+            (prompts[i], t)
+            for i, row in enumerate(traces)
+            for t in row
+            if t.sample.finish_reason == "length" and t.ended != "context"
+        ]
         still = [(p, t) for p, t in cut if trace_open(self.parts, t.sample)]
         closed = [(p, t) for p, t in cut if not trace_open(self.parts, t.sample)]
         force_answers(self.parts, [p for p, _ in still], [t for _, t in still], self.params, self.config, "budget")
@@ -370,14 +375,21 @@ class ProbePlan(ThinkingBudgetPlan):
 
     def _probe(self, prompts: list[str], traces: list[Trace], owners: list[int]) -> list[tuple[int, int]]:
         """Each trace's answer now: a greedy branch after the forcing text (the trace itself is not changed);
-        (problem, tokens) of each probe."""
+        (problem, tokens) of each probe. A trace with no room left for the branch ends there ("context")."""
         forcing = self.parts.prompts.config.answer_forcing
         params = replace(self.params, n=1, temperature=0.0, max_new_tokens=self.config.probe_tokens, stop=[])
-        rows = self.parts.backend.generate([p + t.sample.text + forcing for p, t in zip(prompts, traces)], params)
-        for t, [probe] in zip(traces, rows):
+        probes = generate_or_skip(
+            self.parts.backend, [p + t.sample.text + forcing for p, t in zip(prompts, traces)], params
+        )
+        spent = []
+        for i, t, probe in zip(owners, traces, probes):
+            if probe is None:  # no room left for the forcing text: it can be neither probed, continued nor answered
+                t.ended = "context"
+                continue
             t.probes.append(answer_after_thinking(forcing + probe.text, self.parts.prompts.config.markers))
             t.last_probe = probe
-        return [(i, row[0].num_tokens) for i, row in zip(owners, rows)]
+            spent.append((i, probe.num_tokens))
+        return spent
 
     def _settle(self, traces: list[list[Trace]], leaders: list[list[str | None]]) -> None:
         """Stop the samples whose probed answer held, and every open sample of a problem whose samples have agreed
