@@ -16,6 +16,7 @@ from tts_engine.inputs.models import (
     SERVING_FILES,
     TANGO_GENERATOR,
     TANGO_VERIFIER,
+    THINKER,
     MissingAssetError,
     require_checkpoint,
     resolve_model,
@@ -26,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize(
     "path",
-    [DEFAULT_MODEL, TANGO_GENERATOR, TANGO_VERIFIER, REPO / "checkpoints" / "joint_resolve"],
-    ids=["default_model", "tango_generator", "tango_verifier", "joint_resolve"],
+    [DEFAULT_MODEL, TANGO_GENERATOR, TANGO_VERIFIER, THINKER, REPO / "checkpoints" / "joint_resolve"],
+    ids=["default_model", "tango_generator", "tango_verifier", "thinker", "joint_resolve"],
 )
 def test_every_committed_checkpoint_has_its_serving_files(path):
     assert require_checkpoint(path, "a committed checkpoint") == path

@@ -89,3 +89,22 @@ def test_records_whose_first_chain_is_not_the_problems_are_left_out(tmp_path):
     records = load_chains(path, notes.append)
     assert [r["chains"][0] for r in records] == [WRONG, RIGHT]
     assert "1 left out" in notes[0]
+
+
+def test_the_shipped_thinker_checks_its_solution_and_answers_with_the_check():
+    from tts_engine import Engine
+    from tts_engine.inputs.models import THINKER
+    from tts_engine.inputs.problems import Problem
+    from tts_engine.strategies.thinking import ThinkingConfig
+
+    engine = Engine(str(THINKER), verifier="none")
+    problems = [Problem("a", PROBLEM, "174"), Problem("b", "Compute left to right: 7+5*3.", "36")]
+    records = engine.solve(
+        problems, strategy="thinking-budget", config=ThinkingConfig(thinking_budget=512), n=1, temperature=0.0
+    )
+    for record in records:
+        [sample] = record["samples"]
+        reading = read_trace(sample["text"])
+        assert reading.solution and reading.check, sample["text"]  # it solved, then checked units digit first
+        assert sample["answer"] == str(reading.check_answer) == record["reference"], sample["text"]
+        assert record["thinking"]["stopped"] == {"ended": 1}  # its trace ended well within the budget

@@ -1,8 +1,8 @@
 """Which checkpoint to serve: a path the user gave, else the embedded default shipped in the package.
 
-The shipped assets (the default model, the Tango pair, the bundled problems) are part of the package: when one
-is missing the installation is broken, and that is an error that says what is missing and how to restore it,
-never a silent stand-in. An untrained model is only ever built on request (`tts_engine.inputs.tiny`).
+The shipped assets (the default model, the Tango pair, the thinker, the bundled problems) are part of the package:
+when one is missing the installation is broken, and that is an error that says what is missing and how to restore
+it, never a silent stand-in. An untrained model is only ever built on request (`tts_engine.inputs.tiny`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ DEFAULT_MODEL = ASSETS / "default_model"
 DEFAULT_PROBLEMS = ASSETS / "problems"
 TANGO_GENERATOR = ASSETS / "tango" / "generator"
 TANGO_VERIFIER = ASSETS / "tango" / "verifier"
+THINKER = ASSETS / "thinker"
 DEFAULT_MODEL_LABEL = "embedded default (tts_engine/assets/default_model)"
 
 SERVING_FILES = (
