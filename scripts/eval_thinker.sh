@@ -4,21 +4,21 @@
 # First, when THINKER_DIR has no calibration.json (or FIT=1): its p_correct fit, by `tts calibrate` over its runs on a
 # fit set (seed FIT_SEED, levels 1-8): no budget, --thinking-budget 128 and 512, probe and budget forcing, N = 4, so
 # that each thinking strategy has a fit of its own; written to THINKER_DIR/calibration.json. Then, with that fit:
-# For each seed of SEEDS, levels 1-8 (PER_LEVEL a level), N = 4 samples a problem:
-#   the default (fixed N), the thinker at --thinking-budget 128 and 512, probe at 512 (every 64 tokens, an answer
-#   held 3 probes), budget forcing (at least 256 thinking tokens, up to 2 waits, capped at 1,024), and probe with the
-#   same forcing (where forcing makes a trace run on after its answer settled, probing stops it);
-# on the first seed also levels 9-10 (past the chains either model was trained on: the default and the thinker at
-# 768: their traces run longer), and the two axes (`tts curve` of the thinker with no budget and at budgets 64, 128, 256 and 512, AXES_N
-# samples each: parallel, sequential and joint; beside it the default's curve at AXES_N). Every solve resumes: rerun to finish.
+# For each seed of SEEDS, levels 1-8 (PER_LEVEL a level), N = 4 samples a problem: the default (fixed N) and the
+# thinker at --thinking-budget 128 and 512; on the first seed also probe at 512 (every 64 tokens, an answer held 3
+# probes), budget forcing (at least 256 thinking tokens, up to 2 waits, capped at 1,024) and probe with the same
+# forcing (where forcing makes a trace run on after its answer settled, probing stops it), levels 9-10 (past the
+# chains either model was trained on: the default and the thinker at 768: their traces run longer), and the two axes
+# (`tts curve` of the thinker with no budget and at budgets 64, 128, 256 and 512, AXES_N samples each: parallel,
+# sequential and joint; beside it the default's curve at AXES_N). Every solve resumes: rerun to finish.
 # Writes docs/runs/thinker.txt (one part per run, `## sSEED RUN: the command`).
-# Env: SEEDS ("8601 8602"), PER_LEVEL (20), AXES_N (16), FIT_SEED (8611), FIT, OUT (runs/thinker_eval), TTS.
+# Env: SEEDS ("8601 8602 8604"), PER_LEVEL (20), AXES_N (8), FIT_SEED (8611), FIT, OUT (runs/thinker_eval), TTS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a tts <<< "${TTS:-.venv/bin/tts}"
 thinker="${1:-tts_engine/assets/thinker}"
 out="${OUT:-runs/thinker_eval}"
-axes_n="${AXES_N:-16}"
+axes_n="${AXES_N:-8}"
 report="docs/runs/thinker.txt"
 mkdir -p "$out" docs/runs
 : > "$report"
@@ -31,10 +31,14 @@ solve() {  # name, problems file, tts solve options
 make_set() {  # file, seed, levels
   [ -f "$1" ] || "${tts[@]}" train make-problems --seed "$2" --levels "$3" --per-level "${PER_LEVEL:-20}" --out "$1" >/dev/null
 }
-thinking_runs() {  # prefix, problems file, extra options: the thinker's four thinking runs at N = 4
+budget_runs() {  # prefix, problems file, extra options: the thinker at thinking budgets 128 and 512, N = 4
   local prefix="$1" problems="$2"; shift 2
   solve "${prefix}_tb128" "$problems" --model "$thinker" --strategy thinking-budget --thinking-budget 128 --n 4 "$@"
   solve "${prefix}_tb512" "$problems" --model "$thinker" --strategy thinking-budget --thinking-budget 512 --n 4 "$@"
+}
+thinking_runs() {  # prefix, problems file, extra options: the budgets, then probe, forcing and both, N = 4
+  local prefix="$1" problems="$2"; shift 2
+  budget_runs "$prefix" "$problems" "$@"
   solve "${prefix}_probe512" "$problems" --model "$thinker" --strategy probe --thinking-budget 512 --probe-every 64 --probe-holds 3 --n 4 "$@"
   solve "${prefix}_forcing" "$problems" --model "$thinker" --strategy budget-forcing --min-thinking 256 --max-waits 2 --thinking-budget 1024 --n 4 "$@"
   solve "${prefix}_probe_forcing" "$problems" --model "$thinker" --strategy probe --min-thinking 256 --max-waits 2 --thinking-budget 1024 --probe-every 64 --probe-holds 3 --n 4 "$@"
@@ -50,12 +54,12 @@ if [ "${FIT:-$([ -f "$thinker/calibration.json" ] && echo 0 || echo 1)}" != 0 ];
     --plot "$out/fit_reliability.png" >> "$report"
 fi
 
-seeds=(${SEEDS:-8601 8602})
+seeds=(${SEEDS:-8601 8602 8604})
 for seed in "${seeds[@]}"; do
   set_file="$out/s$seed.jsonl"
   make_set "$set_file" "$seed" 1-8
   solve "s${seed}_default" "$set_file" --n 4
-  thinking_runs "s$seed" "$set_file"
+  if [ "$seed" = "${seeds[0]}" ]; then thinking_runs "s$seed" "$set_file"; else budget_runs "s$seed" "$set_file"; fi
 done
 
 first="${seeds[0]}"
