@@ -141,6 +141,14 @@ def test_a_trace_with_no_room_left_for_its_probe_ends_there_and_the_run_goes_on(
     assert record["thinking"]["probes"] == 4  # after 8, 16, 24 and 32 tokens; none fits after 40
 
 
+def test_a_cut_trace_with_no_room_left_for_its_forced_answer_ends_there_unforced(engine):
+    engine.backend = TightScript()
+    record = solve(engine, "thinking-budget", ThinkingConfig(thinking_budget=40, answer_tokens=4), n=1)
+    assert record["thinking"]["stopped"] == {"context": 1} and record["status"] == "ok"  # "Q\n" + 40 + the forcing
+    sample = record["samples"][0]
+    assert sample["text"] == ThinkingScript.TRACE[:40] and sample["answer"] is None  # left as it was, never forced
+
+
 class OpenScript(ThinkingScript):
     """A model that thinks from its first token: no start marker, only the end."""
 

@@ -159,10 +159,17 @@ def extend(parts: Parts, prompts: list[str], traces: list[Trace], params: Sampli
 
 
 def force_answers(parts: Parts, prompts: list[str], traces: list[Trace], params: SamplingParams, config, reason: str):
-    """The traces cut where they are: the answer forced (`answer_forcing`, then `answer_tokens` generated)."""
+    """The traces cut where they are: the answer forced (`answer_forcing`, then `answer_tokens` generated), ended
+    `reason`. A trace with no room left for its answer is left as it was, ended "context"."""
+    cut = [t.sample for t in traces]
     for t in traces:
-        t.sample, t.ended = appended(parts, t.sample, parts.prompts.config.answer_forcing), reason
+        t.sample = appended(parts, t.sample, parts.prompts.config.answer_forcing)
     extend(parts, prompts, traces, replace(params, stop=[]), config.answer_tokens, f"answer-{reason}")
+    for t, before in zip(traces, cut):
+        if t.ended == "context":
+            t.sample = before
+        else:
+            t.ended = reason
 
 
 def held_for(answers: list[str | None], holds: int) -> bool:
