@@ -109,8 +109,8 @@ def _register_trainers() -> None:
         "thinker",
         ThinkerConfig,
         _thinker,
-        "Train the thinker: traces that solve, check units digit first, fix the first wrong line and check again, "
-        "built from sampled chains; plus the recompute check.",
+        "Train the thinker: traces that solve (the default's own sampled solutions), check the problem and every "
+        "step units digit first, and answer with the check; plus the recompute check.",
     )
 
 
