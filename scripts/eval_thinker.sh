@@ -10,8 +10,8 @@
 # forcing (where forcing makes a trace run on after its answer settled, probing stops it), levels 9-10 (past the
 # chains either model was trained on: the default and the thinker at 768: their traces run longer), and the two axes
 # (`tts curve` of the thinker with no budget and at budgets 64, 128, 256 and 512, AXES_N samples each: parallel,
-# sequential and joint; beside it the default's curve at AXES_N); on the first two seeds both models at --thinking-budget
-# 512 (the thinker) and each temperature of TEMPS. Every solve resumes: rerun to finish.
+# sequential and joint; beside it the default's curve at AXES_N); on the first two seeds, the default and the thinker
+# at --thinking-budget 512 at each temperature of TEMPS. Every solve resumes: rerun to finish.
 # Writes docs/runs/thinker.txt (one part per run, `## sSEED RUN: the command`).
 # Env: SEEDS ("8601 8602 8604"), PER_LEVEL (20), AXES_N (8), TEMPS ("0.5 0.3"), FIT_SEED (8611), FIT, OUT (runs/thinker_eval), TTS.
 set -euo pipefail

@@ -104,8 +104,11 @@ def train(run: Run, step: StepFn, dev_checks: Callable[[], dict], *, desc: str, 
         ckpt.save_model(run.out, run.model, run.tokenizer, run.prompt_config, c)
         ckpt.save_state(run.out, run.optimizer, run.scheduler, run.step, {"elapsed_s": record["elapsed_s"]})
 
-    stops = {"stop_after_s": c.stop_after_s, "stop_at_step": c.stop_at_step}
-    return run_steps(run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log, **stops)
+    return run_steps(
+        *(run.out, c.steps, run.step, one_step, checkpoint, c.eval_every, desc, progress, log),
+        stop_after_s=c.stop_after_s,
+        stop_at_step=c.stop_at_step,
+    )
 
 
 def drop_records_after(log_path: Path, step: int) -> None:
